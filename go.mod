@@ -1,0 +1,3 @@
+module github.com/nodevirt/nodevirt
+
+go 1.24.0
