@@ -78,14 +78,9 @@ func (a *Agent) Done() <-chan struct{} { return a.done }
 
 // Err returns nil while connected, afterwards an error wrapping ErrClosed.
 func (a *Agent) Err() error {
-	select {
-	case <-a.done:
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return a.err
-	default:
-		return nil
-	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
 }
 
 // Close closes the connection; pending and later calls return ErrClosed.

@@ -108,14 +108,9 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 // Err returns nil while the connection is up, afterwards an error wrapping
 // ErrClosed that says why it ended.
 func (c *Conn) Err() error {
-	select {
-	case <-c.done:
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.err
-	default:
-		return nil
-	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
 }
 
 // Close closes the connection. Every pending and later call returns an
