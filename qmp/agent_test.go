@@ -29,7 +29,7 @@ func dialAgent(t *testing.T, s *qmptest.Server) *qmp.Agent {
 func TestAgent_SyncDiscardsStaleBytes(t *testing.T) {
 	s := qmptest.NewAgentServer(t)
 	// Leftovers of an interrupted exchange: a half reply, a whole stale one.
-	s.SetStale([]byte(`{"return": {"pid": 7`+"\n"+`{"return": 12345}`+"\n"))
+	s.SetStale([]byte(`{"return": {"pid": 7` + "\n" + `{"return": 12345}` + "\n"))
 	s.Handle("guest-get-host-name", func(qmptest.Request) (any, error) {
 		return map[string]string{"host-name": "vm1"}, nil
 	})
