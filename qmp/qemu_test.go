@@ -81,6 +81,7 @@ type vmConfig struct {
 	Reboot   bool     // let guest resets reboot instead of ending QEMU
 	Incoming string   // -incoming value (e.g. "defer")
 	Args     []string // further QEMU arguments
+	NetNS    string   // run QEMU in this network namespace (ip netns exec)
 }
 
 // testVM is one QEMU process. Cleanup kills it (by pid) and removes its files.
@@ -148,7 +149,13 @@ func startVM(t testing.TB, cfg vmConfig) *testVM {
 	}
 	args = append(args, cfg.Args...)
 
-	vm.cmd = exec.Command("qemu-system-x86_64", args...)
+	if cfg.NetNS != "" {
+		// ip netns exec execs QEMU: the pid we hold is QEMU's.
+		args = append([]string{"netns", "exec", cfg.NetNS, "qemu-system-x86_64"}, args...)
+		vm.cmd = exec.Command("ip", args...)
+	} else {
+		vm.cmd = exec.Command("qemu-system-x86_64", args...)
+	}
 	vm.cmd.Stderr = &vm.stderr
 	vm.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	vm.started = time.Now()
