@@ -84,6 +84,7 @@ func checkNoCloud(t *testing.T, vm *testVM, hostname string) {
 // TestGuest_DiskBootNoCloudISO boots disk.img through SeaBIOS + syslinux
 // with a NoCloud ISO on a SATA CD-ROM.
 func TestGuest_DiskBootNoCloudISO(t *testing.T) {
+	t.Parallel()
 	guest := guestDir(t)
 	lookTool(t, "genisoimage")
 	iso := filepath.Join(t.TempDir(), "cidata.iso")
@@ -104,6 +105,7 @@ func TestGuest_DiskBootNoCloudISO(t *testing.T) {
 // TestGuest_NoCloudVFATIgnoreACPI boots the kernel with a vfat CIDATA disk
 // on virtio-blk and nodevirt.ignore_acpi=1.
 func TestGuest_NoCloudVFATIgnoreACPI(t *testing.T) {
+	t.Parallel()
 	guestDir(t)
 	lookTool(t, "mkfs.fat")
 	lookTool(t, "mcopy")

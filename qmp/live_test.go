@@ -61,6 +61,7 @@ func guestUptime(t testing.TB, a *qmp.Agent) float64 {
 // through queries, pause/resume, the guest agent, ballooning, hotplug, a
 // reset (the agent re-syncs) and ACPI power-down.
 func TestQEMU_KernelBootLifecycle(t *testing.T) {
+	t.Parallel()
 	vm := startVM(t, vmConfig{
 		Reboot: true,
 		Args:   []string{"-chardev", "null,id=spare"},

@@ -13,6 +13,7 @@ import (
 // processes over a unix socket and checks the target's guest agent sees
 // the state written on the source.
 func TestQEMU_LiveMigration(t *testing.T) {
+	t.Parallel()
 	src := startVM(t, vmConfig{})
 	dst := startVM(t, vmConfig{Incoming: "defer"})
 	sc := src.DialQMP(t)
