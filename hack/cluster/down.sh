@@ -53,7 +53,7 @@ kill_containers() {
 kill_shims() {
 	local pid
 	for pid in $(cluster_pids); do
-		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q '^[^ ]*containerd-shim' || continue
+		{ tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -q '^[^ ]*containerd-shim' || continue
 		kill -9 "$pid" 2>/dev/null && echo "killed leftover shim $pid"
 	done
 }

@@ -40,13 +40,14 @@ host_node_setup() {
 	ip link set "$br" up
 	for h in /sys/fs/cgroup/*/; do
 		h=${h%/}
-		[ "$(basename "$h")" = unified ] && continue
 		[ -L "$h" ] && continue # co-mounted alias (e.g. cpu -> cpu,cpuacct)
 		cg=$h/$(cgroup_name "$i")
-		if [ ! -d "$cg" ]; then
-			mkdir "$cg"
-			echo "$cg" >>"$HOST/cgroups"
-		fi
+		[ -d "$cg" ] || echo "$cg" >>"$HOST/cgroups"
+		# the kubelet checks that its cgroup root exists in the v1
+		# hierarchies; in the (empty) v2 tree of the hybrid layout it
+		# creates what it needs itself
+		[ "$(basename "$h")" = unified ] && continue
+		mkdir -p "$cg"
 		if [ -f "$cg/cpuset.cpus" ]; then
 			[ -n "$(cat "$cg/cpuset.cpus")" ] || cat "$h/cpuset.cpus" >"$cg/cpuset.cpus"
 			[ -n "$(cat "$cg/cpuset.mems")" ] || cat "$h/cpuset.mems" >"$cg/cpuset.mems"

@@ -66,7 +66,11 @@ containerd_sock() { echo "$(node_dir "$1")/run/containerd.sock"; }
 cgroup_name() { node_name "$1"; }
 
 kubectl() { "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
-ctr_node() { ctr --address "$(containerd_sock "$1")" -n k8s.io "$@"; }
+ctr_node() {
+	local i=$1
+	shift
+	ctr --address "$(containerd_sock "$i")" -n k8s.io "$@"
+}
 
 now() { date +%s.%N; }
 T0=$(now)
@@ -90,7 +94,16 @@ alive() {
 	local f=$RUN/$1.pid pid
 	[ -f "$f" ] || return 1
 	pid=$(cat "$f")
-	[ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$CLUSTER_DIR"
+	{ tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -qF "$CLUSTER_DIR"
+}
+
+# running PID: the process exists and is not a zombie (our daemons are
+# orphans; whoever adopted them may reap them late).
+running() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	stat=${stat##*) }
+	[ "${stat%% *}" != Z ]
 }
 
 # start NAME COMMAND...: run COMMAND in its own session (so signals to make or
@@ -104,20 +117,21 @@ start() {
 
 # stop NAME [SECONDS]: SIGTERM the recorded process, SIGKILL after SECONDS.
 stop() {
-	local name=$1 timeout=${2:-10} pid i
+	local name=$1 timeout=${2:-10} pid i t
+	t=$(now)
 	if ! alive "$name"; then
 		rm -f "$RUN/$name.pid"
 		return 0
 	fi
 	pid=$(cat "$RUN/$name.pid")
 	kill "$pid" 2>/dev/null || true
-	for ((i = 0; i < timeout * 10; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
+	for ((i = 0; i < timeout * 20; i++)); do
+		running "$pid" || break
+		sleep 0.05
 	done
-	kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null
+	running "$pid" && kill -9 "$pid" 2>/dev/null
 	rm -f "$RUN/$name.pid"
-	echo "stopped $name ($pid)"
+	printf 'stopped %s (%s) in %.1fs\n' "$name" "$pid" "$(echo "$(now) - $t" | bc)"
 }
 
 # cluster_pids: every live process whose command line names the state
@@ -126,7 +140,7 @@ cluster_pids() {
 	local p
 	for p in /proc/[0-9]*; do
 		[ "${p#/proc/}" = "$$" ] && continue
-		tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF "$CLUSTER_DIR/" && echo "${p#/proc/}"
+		{ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -qF "$CLUSTER_DIR/" && echo "${p#/proc/}"
 	done
 	return 0
 }

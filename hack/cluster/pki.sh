@@ -71,6 +71,7 @@ pki_all() {
 	pki_cert kube-proxy system:kube-proxy "" "" clientAuth
 	for ((i = 0; i < NODES; i++)); do
 		name=$(node_name "$i") ip=$(node_ip "$i")
+		mkdir -p "$(node_dir "$i")"
 		pki_cert "kubelet$i-client" "system:node:$name" system:nodes "" clientAuth
 		pki_cert "kubelet$i-serving" "$name" "" "DNS:$name,IP:$ip" serverAuth
 		pki_kubeconfig "$(node_dir "$i")/kubelet.kubeconfig" "kubelet$i-client"

@@ -25,7 +25,19 @@ tag=${IMAGE_TAG:-dev}
 mkdir -p "$dir" "$bin" "$tools"
 
 export CGO_ENABLED=0
-(cd "$root/hack/images" && go build -trimpath -o "$tools/" ./imagebuild ./pause ./probe)
+# go build rewrites its outputs; install only what changed so that unchanged
+# inputs keep their mtimes and the image fingerprints stay valid.
+scratch=$(mktemp -d "$dir/.build.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+install_changed() { # DESTDIR FILE...
+	local dst=$1 f
+	shift
+	for f in "$@"; do
+		cmp -s "$f" "$dst/$(basename "$f")" || install -m 0755 "$f" "$dst/"
+	done
+}
+(cd "$root/hack/images" && go build -trimpath -o "$scratch/" ./imagebuild ./pause ./probe)
+install_changed "$tools" "$scratch"/*
 
 built=()
 image() { # NAME imagebuild-flags... entries...
@@ -47,7 +59,9 @@ for d in "$root"/cmd/*/; do
 	cmds+=("$name")
 done
 if ((${#cmds[@]})); then
-	(cd "$root" && go build -trimpath -o "$bin/" "${cmds[@]/#/./cmd/}")
+	mkdir -p "$scratch/cmd"
+	(cd "$root" && go build -trimpath -o "$scratch/cmd/" "${cmds[@]/#/./cmd/}")
+	install_changed "$bin" "$scratch"/cmd/*
 fi
 for name in "${cmds[@]}"; do
 	[ "$name" = nodevirt-launcher ] && continue
@@ -60,8 +74,11 @@ done
 base=$dir/rootfs/launcher
 mkdir -p "$base/etc" "$base/tmp" "$base/var/run"
 chmod 1777 "$base/tmp"
-printf 'root:x:0:0:root:/root:/sbin/nologin\nqemu:x:107:107:qemu:/:/sbin/nologin\n' >"$base/etc/passwd"
-printf 'root:x:0:\nkvm:x:36:qemu\nqemu:x:107:\n' >"$base/etc/group"
+printf 'root:x:0:0:root:/root:/sbin/nologin\nqemu:x:107:107:qemu:/:/sbin/nologin\n' >"$scratch/passwd"
+printf 'root:x:0:\nkvm:x:36:qemu\nqemu:x:107:\n' >"$scratch/group"
+for f in passwd group; do
+	cmp -s "$scratch/$f" "$base/etc/$f" || install -m 0644 "$scratch/$f" "$base/etc/$f"
+done
 qemu_mods=/usr/lib/x86_64-linux-gnu/qemu
 flags=(-libs)
 files=("$base=/" /usr/bin/qemu-system-x86_64=/usr/bin/qemu-system-x86_64 /usr/bin/qemu-img=/usr/bin/qemu-img

@@ -21,7 +21,7 @@ type node struct {
 	Src     string      // host file for regular files; "" for directories
 	Mode    fs.FileMode // permission bits and type (dir or regular)
 	Size    int64
-	ModTime time.Time // host mtime; only part of the fingerprint
+	ModTime time.Time // host mtime of regular files; only part of the fingerprint
 	Owner   Owner
 }
 
@@ -44,7 +44,9 @@ func (t tree) add(src, dst string, owner Owner, depth int) error {
 	switch {
 	case fi.IsDir():
 		if dst != "/" { // the image root itself has no entry
-			t[dst] = node{Path: dst, Mode: fs.ModeDir | fi.Mode().Perm(), ModTime: fi.ModTime(), Owner: owner}
+			// no ModTime: it changes whenever an entry is replaced, and
+			// the entries themselves are fingerprinted
+			t[dst] = node{Path: dst, Mode: fs.ModeDir | fi.Mode().Perm(), Owner: owner}
 		}
 		des, err := os.ReadDir(src)
 		if err != nil {
