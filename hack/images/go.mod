@@ -5,7 +5,10 @@ module github.com/nodevirt/nodevirt/hack/images
 
 go 1.25.0
 
-require github.com/google/go-containerregistry v0.22.1
+require (
+	github.com/google/go-cmp v0.7.0
+	github.com/google/go-containerregistry v0.22.1
+)
 
 require (
 	github.com/docker/cli v29.7.2+incompatible // indirect

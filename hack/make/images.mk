@@ -18,3 +18,7 @@ push: images ## Push the images (not pause/probe) to REGISTRY, e.g. make push RE
 	@test -n "$(REGISTRY)" || { echo "push: set REGISTRY=host[:port][/path]" >&2; exit 1; }
 	$(OUT)/images/tools/imagebuild push -registry $(REGISTRY) \
 		$(filter-out %/pause.tar %/probe.tar,$(wildcard $(OUT)/images/*.tar))
+
+.PHONY: test-images
+test-images: ## Unit tests of the image builder (nested module hack/images).
+	cd hack/images && $(GO) test $(GOTEST_FLAGS) ./...
