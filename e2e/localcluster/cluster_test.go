@@ -85,6 +85,7 @@ func startCluster(t *testing.T, nodes int) *Cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(unlock)
+	requireNoCluster(t)
 	if err := os.MkdirAll(filepath.Join(out, "tmp"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -142,17 +143,37 @@ func checkRestored(t *testing.T, dir string, before hostState) {
 	}
 }
 
+// hostMarker names the state directory of the host's running cluster
+// (written by hack/cluster/up.sh).
+const hostMarker = "/run/nodevirt-cluster"
+
+func skipOrFail(t *testing.T, msg string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// requireNoCluster skips (fails with CI=true) when another local cluster
+// runs: there can be only one per host.
+func requireNoCluster(t *testing.T) {
+	t.Helper()
+	dir, err := os.ReadFile(hostMarker)
+	if err != nil {
+		return
+	}
+	other := strings.TrimSpace(string(dir))
+	if pids, _ := filepath.Glob(filepath.Join(other, "run", "*.pid")); len(pids) > 0 {
+		skipOrFail(t, "a local cluster already runs from "+other+": stop it (CLUSTER_DIR="+other+" make cluster-down)")
+	}
+}
+
 // requirePrereqs returns the artifacts directory, or skips (fails with
 // CI=true) when root, the Kubernetes binaries or the images are missing.
 func requirePrereqs(t *testing.T) string {
 	t.Helper()
-	missing := func(what, target string) {
-		msg := fmt.Sprintf("%s: run make %s", what, target)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	missing := func(what, target string) { skipOrFail(t, fmt.Sprintf("%s: run make %s", what, target)) }
 	if os.Geteuid() != 0 {
 		missing("the local cluster needs root", "test-cluster as root")
 	}
