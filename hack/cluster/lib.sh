@@ -25,6 +25,7 @@
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 NODEVIRT_OUT=${NODEVIRT_OUT:-$REPO_ROOT/_output}
 CLUSTER_DIR=${CLUSTER_DIR:-$REPO_ROOT/.cluster}
+NODES_REQUESTED=${NODES:-} # empty: the caller did not ask for a node count
 NODES=${NODES:-1}
 NODE_PREFIX=${NODE_PREFIX:-nodevirt-node}
 NODE_NET=${NODE_NET:-10.199.0}

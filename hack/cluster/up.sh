@@ -172,7 +172,9 @@ main() {
 	case $state in
 	up)
 		echo "cluster already running"
-		((requested == NODES)) || echo "  (it has $NODES node(s); for NODES=$requested run make cluster-down first)"
+		if [ -n "$NODES_REQUESTED" ] && ((NODES_REQUESTED != NODES)); then
+			echo "  (it has $NODES node(s); for NODES=$NODES_REQUESTED run make cluster-down first)"
+		fi
 		report
 		return 0
 		;;
