@@ -9,7 +9,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,7 +72,27 @@ func TestTwoNodes(t *testing.T) {
 		t.Errorf("server %s logs %q: want a request from %s", pods[1], logs, ips[0])
 	}
 	checkAPIFromPod(t, ctx, c, pods[1])
+
+	// A crashed kubelet must not keep cluster-down from cleaning up: its
+	// pods are killed through containerd instead of drained.
+	killDaemon(t, c, "kubelet1")
 	stopCluster(t, c)
+}
+
+// killDaemon SIGKILLs one of the cluster's daemons by its recorded pid.
+func killDaemon(t *testing.T, c *Cluster, name string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(c.Dir, "run", name+".pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Fatalf("%s pid file: %v", name, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill %s (%d): %v", name, pid, err)
+	}
 }
 
 // startCluster checks the prerequisites, takes the host-wide lock, records

@@ -45,7 +45,11 @@ kill_containers() {
 			((left == 0)) && break
 			sleep 0.1
 		done
-		for c in $(ctr_node "$i" containers ls -q 2>/dev/null); do ctr_node "$i" containers delete "$c" >/dev/null 2>&1; done
+		for c in $(ctr_node "$i" containers ls -q 2>/dev/null); do
+			ctr_node "$i" containers delete "$c" >/dev/null 2>&1
+			# CNI result caches of sandboxes that never saw a CNI DEL
+			rm -f /var/lib/cni/results/*-"$c"-* 2>/dev/null
+		done
 	done
 }
 
@@ -101,7 +105,6 @@ main() {
 	unmount_all
 	for ((i = 0; i < NODES; i++)); do
 		ip link delete "$(cni_bridge "$i")" 2>/dev/null && echo "removed link $(cni_bridge "$i")"
-		rm -f /var/lib/cni/results/nodevirt-pods-* 2>/dev/null
 	done
 	cleanup_iptables
 	host_restore
