@@ -142,6 +142,10 @@ apiserver_ready() {
 etcd_healthy() { curl -s --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" | grep -q '"health":"true"'; }
 containerd_up() { ctr --address "$(containerd_sock "$1")" version; }
 
+ensure_default_sa() {
+	kubectl get serviceaccount default >/dev/null 2>&1 || kubectl create serviceaccount default >/dev/null 2>&1
+}
+
 # write_env records what tests and scripts need to find the cluster.
 write_env() {
 	local i
@@ -196,12 +200,19 @@ main() {
 	for ((i = 0; i < NODES; i++)); do start_containerd "$i"; done
 	for ((i = 0; i < NODES; i++)); do
 		wait_for 30 "containerd$i" containerd_up "$i"
-		"$(dirname "$0")/import-images.sh" "$i" | sed 's/^/  /'
+		"$(dirname "$0")/import-images.sh" "$i" >"$LOGS/import$i.log" 2>&1 &
 	done
+	for ((i = 0; i < NODES; i++)); do
+		wait -n || die "image import failed, see $LOGS/import*.log"
+	done
+	cat "$LOGS"/import*.log | sed 's/^/  /'
 	log "containerd up on $NODES node(s), images imported"
 	wait_for 60 kube-apiserver apiserver_ready
 	log "kube-apiserver ready ($(printf '%.2f' "$(echo "$(now) - $t" | bc)")s after start)"
 	start_controllers
+	# Pods are refused until the default service account exists; the
+	# controller-manager makes it only seconds after it starts.
+	ensure_default_sa &
 	t=$(now)
 	for ((i = 0; i < NODES; i++)); do start_kubelet "$i"; done
 	proxy_config
@@ -215,7 +226,7 @@ main() {
 	done
 	log "$NODES node(s) Ready (kubelet start -> Ready $(printf '%.2f' "$(echo "$(now) - $t" | bc)")s)"
 	wait_for 30 kube-proxy curl -sf "http://127.0.0.1:$PROXY_HEALTHZ_PORT/healthz"
-	wait_for 30 "default service account" kubectl get serviceaccount default
+	wait_for 30 "default service account" ensure_default_sa
 	log "cluster up"
 	report
 }
