@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	stdlog "log"
 	"log/slog"
 	"net/http/httptest"
 	"net/url"
@@ -18,7 +20,7 @@ import (
 // TestPush_RenamesToRegistry pushes a built archive to an in-process
 // registry and reads it back under the new name.
 func TestPush_RenamesToRegistry(t *testing.T) {
-	srv := httptest.NewServer(registry.New(registry.Logger(nil)))
+	srv := httptest.NewServer(registry.New(registry.Logger(stdlog.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	u, err := url.Parse(srv.URL)
 	if err != nil {
