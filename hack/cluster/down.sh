@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # Stop the local cluster (make cluster-down) and undo what up.sh did to the
 # host: processes (by recorded pid), mounts under the state dir, links,
 # iptables/nftables chains and tables, cgroups, sysctls, host directories.
@@ -89,7 +90,7 @@ cleanup_iptables() {
 }
 
 main() {
-	local i name left
+	local i left
 	drain_pods
 	log "pods drained"
 	stop kube-proxy

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # Import the image archives of $IMAGES_DIR (make images) into the containerd
 # of node I, or of every running node when no node is given. An image whose
 # tag already points at the same manifest digest is skipped.

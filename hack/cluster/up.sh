@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # Start the local Kubernetes v1.34.4 cluster (make cluster-up):
 #   etcd -> kube-apiserver -> scheduler + controller-manager, and per node a
 #   host-only bridge with the node IP, containerd (+ imported images), kubelet;
