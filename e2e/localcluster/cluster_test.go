@@ -108,10 +108,9 @@ func startCluster(t *testing.T, nodes int) *Cluster {
 	}
 	t.Cleanup(unlock)
 	requireNoCluster(t)
-	if err := os.MkdirAll(filepath.Join(out, "tmp"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp(filepath.Join(out, "tmp"), "cluster-")
+	// A short path: unix sockets (containerd, kubelet device plugins) live
+	// under it and must stay within 108 bytes.
+	dir, err := os.MkdirTemp("/var/tmp", "nvc-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,8 +126,11 @@ func startCluster(t *testing.T, nodes int) *Cluster {
 			}
 		}
 		checkRestored(t, dir, before)
-		if !t.Failed() {
-			os.RemoveAll(dir)
+		if t.Failed() {
+			logTails(t, filepath.Join(dir, "logs"))
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("cleanup: %v", err)
 		}
 	})
 	if err != nil {
@@ -294,6 +296,23 @@ func clusterRSS(t *testing.T, dir string) int64 {
 		}
 	}
 	return total
+}
+
+// logTails puts the end of every cluster log into the test log.
+func logTails(t *testing.T, dir string) {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, l := range logs {
+		raw, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+		if len(lines) > 15 {
+			lines = lines[len(lines)-15:]
+		}
+		t.Logf("--- %s (tail)\n%s", filepath.Base(l), strings.Join(lines, "\n"))
+	}
 }
 
 func testContext(t *testing.T, d time.Duration) context.Context {

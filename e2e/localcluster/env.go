@@ -15,6 +15,12 @@ type Node struct {
 	PodCIDR     string
 	Containerd  string // containerd socket (CRI, namespace k8s.io)
 	KubeletRoot string // kubelet --root-dir (pods/<uid>/volumes/... live here)
+	// Dir is the node's own directory (<state dir>/nodes/<name>): the place
+	// for node-local state of software that would live in /var/lib on a
+	// real node. Naming it by node name lets one DaemonSet reach each
+	// node's directory with a hostPath of <state dir>/nodes and
+	// subPathExpr: $(NODE_NAME).
+	Dir string
 }
 
 // parseEnv reads the KEY=VALUE lines of cluster.env into a Cluster.
@@ -53,6 +59,7 @@ func parseEnv(r io.Reader) (*Cluster, error) {
 			PodCIDR:     kv[p+"POD_CIDR"],
 			Containerd:  kv[p+"CONTAINERD"],
 			KubeletRoot: kv[p+"KUBELET_ROOT"],
+			Dir:         kv[p+"DIR"],
 		}
 		if node.Name == "" || node.IP == "" {
 			return nil, fmt.Errorf("cluster.env: node %d: name or IP missing", i)

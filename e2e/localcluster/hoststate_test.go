@@ -14,12 +14,12 @@ import (
 
 // hostState is what a cluster may change on the host and must restore.
 type hostState struct {
-	Links    []string            // nv-* links and veth* links
+	Links    []string            // nv-* links
 	Sysctls  map[string]string   // the settings kubelet, CNI and kube-proxy change
 	Iptables map[string][]string // "iptables nat" -> rules (-S)
 	NFTables []string            // "table ip nat", ...
 	Cgroups  []string            // nodevirt-* and kubepods dirs under /sys/fs/cgroup/*
-	NetNS    []string            // /run/netns entries
+	NetNS    []string            // cni-* entries of /run/netns
 	HostDirs []string            // containerd/CNI directories outside the state dir
 }
 
@@ -41,7 +41,8 @@ func snapshotHost(t *testing.T) hostState {
 			continue
 		}
 		name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
-		if strings.HasPrefix(name, "nv-") || strings.HasPrefix(name, "veth") {
+		// Pod veths die with their netns; the mount check covers leaked ones.
+		if strings.HasPrefix(name, "nv-") {
 			s.Links = append(s.Links, name)
 		}
 	}
@@ -62,7 +63,10 @@ func snapshotHost(t *testing.T) hostState {
 	}
 	if des, err := os.ReadDir("/run/netns"); err == nil {
 		for _, de := range des {
-			s.NetNS = append(s.NetNS, de.Name())
+			// Only CNI's names: other software's netns come and go.
+			if strings.HasPrefix(de.Name(), "cni-") {
+				s.NetNS = append(s.NetNS, de.Name())
+			}
 		}
 	}
 	for _, d := range []string{"/run/containerd", "/var/lib/cni"} {

@@ -18,7 +18,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   address = "$(containerd_sock "$i")"
 
 [ttrpc]
-  address = "$nd/run/containerd-ttrpc.sock"
+  address = "$nd/containerd-ttrpc.sock"
 
 [plugins."io.containerd.internal.v1.opt"]
   path = "$nd/containerd/opt"

@@ -12,11 +12,6 @@ set -uo pipefail
 . "$(dirname "$0")/host.sh"
 
 [ "$(id -u)" = 0 ] || die "must run as root"
-if [ -f "$CLUSTER_DIR/cluster.env" ]; then
-	NODES=$(sed -n 's/^NODES=//p' "$CLUSTER_DIR/cluster.env")
-else
-	NODES=$(find "$CLUSTER_DIR" -maxdepth 1 -name 'node[0-9]*' | wc -l)
-fi
 
 # drain_pods lets the kubelets tear pods down properly (CNI DEL, unmounts)
 # while everything runs. The controllers go first so nothing recreates pods.
@@ -111,10 +106,10 @@ main() {
 	host_restore
 	[ -f "$HOST_MARKER" ] && [ "$(cat "$HOST_MARKER")" = "$CLUSTER_DIR" ] && rm -f "$HOST_MARKER"
 	# runtime state; pki/, logs/ and the image store are kept
-	rm -rf "$CLUSTER_DIR/etcd" "$RUN" "$CLUSTER_DIR/cluster.env"
 	for ((i = 0; i < NODES; i++)); do
-		rm -rf "$(node_dir "$i")"/{kubelet,kubelet-pki,run,pod-logs,cni/ipam,containerd/state}
+		rm -rf "$(node_dir "$i")"/{kubelet,kubelet-pki,run,pod-logs,cni/ipam,containerd/state,containerd*.sock}
 	done
+	rm -rf "$CLUSTER_DIR/etcd" "$RUN" "$CLUSTER_DIR/cluster.env" "$CLUSTER_DIR/config.env"
 	[ "${PURGE:-0}" = 1 ] && rm -rf "$CLUSTER_DIR" && echo "removed $CLUSTER_DIR"
 	left=$(cluster_pids | tr '\n' ' ')
 	[ -z "$left" ] || die "processes still running from $CLUSTER_DIR: $left"

@@ -30,8 +30,7 @@ import_node() {
 }
 
 if (($# == 0)); then
-	[ -f "$CLUSTER_DIR/cluster.env" ] || exit 0
-	NODES=$(sed -n 's/^NODES=//p' "$CLUSTER_DIR/cluster.env")
+	[ -f "$CLUSTER_DIR/config.env" ] || exit 0
 	for ((i = 0; i < NODES; i++)); do
 		alive "containerd$i" && import_node "$i"
 	done

@@ -3,10 +3,14 @@
 # down.sh, import-images.sh). Sourced, never run.
 #
 # Everything is configurable through the environment; the defaults avoid the
-# usual ports and ranges so the cluster can live next to other software:
+# usual ports and ranges so the cluster can live next to other software.
+# cluster-up saves the settings in $CLUSTER_DIR/config.env; while that file
+# exists (until cluster-down) they win over the environment, so every script
+# sees the configuration the cluster was started with.
 #
-#   CLUSTER_DIR        state directory (default <repo>/.cluster); pki/ and
-#                      logs/ survive cluster-down, runtime state does not
+#   CLUSTER_DIR        state directory (default <repo>/.cluster); pki/, logs/
+#                      and the image stores survive cluster-down, the rest not;
+#                      node I lives in nodes/<name of node I>/
 #   NODES              number of nodes (default 1)
 #   NODE_PREFIX        node names are NODE_PREFIX0, NODE_PREFIX1, ... (nodevirt-node)
 #   NODE_NET           node i gets host-only IP NODE_NET.(i+1)/32 (10.199.0)
@@ -23,9 +27,12 @@
 #   IMAGES_DIR         image archives to import ($NODEVIRT_OUT/images)
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-NODEVIRT_OUT=${NODEVIRT_OUT:-$REPO_ROOT/_output}
 CLUSTER_DIR=${CLUSTER_DIR:-$REPO_ROOT/.cluster}
+CLUSTER_DIR=$(mkdir -p "$CLUSTER_DIR" && cd "$CLUSTER_DIR" && pwd)
 NODES_REQUESTED=${NODES:-} # empty: the caller did not ask for a node count
+# shellcheck source=/dev/null
+[ -f "$CLUSTER_DIR/config.env" ] && . "$CLUSTER_DIR/config.env"
+NODEVIRT_OUT=${NODEVIRT_OUT:-$REPO_ROOT/_output}
 NODES=${NODES:-1}
 NODE_PREFIX=${NODE_PREFIX:-nodevirt-node}
 NODE_NET=${NODE_NET:-10.199.0}
@@ -48,7 +55,6 @@ CNI_BIN=${CNI_BIN:-/usr/lib/cni}
 # host-wide. The marker names the state directory of the running cluster.
 HOST_MARKER=/run/nodevirt-cluster
 
-CLUSTER_DIR=$(mkdir -p "$CLUSTER_DIR" && cd "$CLUSTER_DIR" && pwd)
 PKI=$CLUSTER_DIR/pki
 LOGS=$CLUSTER_DIR/logs
 RUN=$CLUSTER_DIR/run       # pid files and sockets
@@ -59,11 +65,11 @@ API_IP=$NODE_NET.1
 
 node_name() { echo "$NODE_PREFIX$1"; }
 node_ip() { echo "$NODE_NET.$(($1 + 1))"; }
-node_dir() { echo "$CLUSTER_DIR/node$1"; }
+node_dir() { echo "$CLUSTER_DIR/nodes/$(node_name "$1")"; }
 pod_cidr() { echo "$POD_NET.$1.0/24"; }
 node_bridge() { echo "${LINK_PREFIX}node$1"; }
 cni_bridge() { echo "${LINK_PREFIX}cni$1"; }
-containerd_sock() { echo "$(node_dir "$1")/run/containerd.sock"; }
+containerd_sock() { echo "$(node_dir "$1")/containerd.sock"; }
 cgroup_name() { node_name "$1"; }
 
 kubectl() { "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
@@ -71,6 +77,16 @@ ctr_node() {
 	local i=$1
 	shift
 	ctr --address "$(containerd_sock "$i")" -n k8s.io "$@"
+}
+
+# save_config writes the settings cluster-up used (see the top).
+save_config() {
+	local v
+	for v in NODES NODE_PREFIX NODE_NET POD_NET SERVICE_CIDR LINK_PREFIX API_PORT ETCD_PORT \
+		KUBELET_PORT KUBELET_HEALTHZ_PORT SCHEDULER_PORT CONTROLLER_MANAGER_PORT \
+		PROXY_HEALTHZ_PORT PROXY_METRICS_PORT NODEVIRT_OUT K8S_BIN IMAGES_DIR CNI_BIN; do
+		printf '%s=%q\n' "$v" "${!v}"
+	done >"$CLUSTER_DIR/config.env"
 }
 
 now() { date +%s.%N; }

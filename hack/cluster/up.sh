@@ -116,7 +116,7 @@ start_controllers() {
 start_containerd() {
 	local i=$1 nd
 	nd=$(node_dir "$i")
-	mkdir -p "$nd/run" "$nd/pod-logs"
+	mkdir -p "$nd/pod-logs"
 	containerd_config "$i"
 	cni_config "$i"
 	start "containerd$i" containerd --config "$nd/containerd.toml"
@@ -162,17 +162,15 @@ write_env() {
 			echo "NODE${i}_POD_CIDR=$(pod_cidr "$i")"
 			echo "NODE${i}_CONTAINERD=$(containerd_sock "$i")"
 			echo "NODE${i}_KUBELET_ROOT=$(node_dir "$i")/kubelet"
+			echo "NODE${i}_DIR=$(node_dir "$i")"
 		done
 	} >"$CLUSTER_DIR/cluster.env"
 }
 
 main() {
-	local i state t requested
+	local i state t
 	preflight
 	mkdir -p "$RUN" "$LOGS"
-	requested=$NODES
-	# A cluster that runs keeps the node count it was started with.
-	[ -f "$CLUSTER_DIR/cluster.env" ] && NODES=$(sed -n 's/^NODES=//p' "$CLUSTER_DIR/cluster.env")
 	state=$(running_state)
 	case $state in
 	up)
@@ -185,9 +183,9 @@ main() {
 		;;
 	partial) die "cluster in $CLUSTER_DIR is partly running: run make cluster-down first" ;;
 	esac
-	NODES=$requested
 	check_host_free
 	echo "$CLUSTER_DIR" >"$HOST_MARKER"
+	save_config
 	host_record
 	pki_all
 	write_env
@@ -228,6 +226,8 @@ main() {
 	log "$NODES node(s) Ready (kubelet start -> Ready $(printf '%.2f' "$(echo "$(now) - $t" | bc)")s)"
 	wait_for 30 kube-proxy curl -sf "http://127.0.0.1:$PROXY_HEALTHZ_PORT/healthz"
 	wait_for 30 "default service account" ensure_default_sa
+	# Every pod mounts this CA bundle; the controller-manager publishes it.
+	wait_for 30 "kube-root-ca.crt in namespace default" kubectl get configmap kube-root-ca.crt
 	log "cluster up"
 	report
 }
