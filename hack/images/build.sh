@@ -87,7 +87,7 @@ for m in "$qemu_mods"/accel-*x86_64.so; do
 	[ -f "$m" ] && files+=("$m=$m")
 done
 [ -d /usr/lib/ipxe/qemu ] && files+=(/usr/lib/ipxe/qemu=/usr/lib/ipxe/qemu)
-if [ -x "$bin/nodevirt-launcher" ]; then
+if [[ " ${cmds[*]} " == *" nodevirt-launcher "* ]]; then
 	flags+=(-entrypoint /usr/bin/nodevirt-launcher)
 	files+=("$bin/nodevirt-launcher=/usr/bin/nodevirt-launcher")
 fi
