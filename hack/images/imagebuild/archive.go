@@ -139,7 +139,7 @@ func writeIndex(tw *tar.Writer, img v1.Image, tag name.Tag) error {
 func blobPath(h v1.Hash) string { return "blobs/" + h.Algorithm + "/" + h.Hex }
 
 func writeBytes(tw *tar.Writer, name string, b []byte) error {
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(b)), ModTime: epoch, Typeflag: tar.TypeReg}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(b)), ModTime: epoch(), Typeflag: tar.TypeReg}); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if _, err := tw.Write(b); err != nil {
@@ -150,7 +150,7 @@ func writeBytes(tw *tar.Writer, name string, b []byte) error {
 
 func writeBlob(tw *tar.Writer, h v1.Hash, size int64, r io.Reader) error {
 	p := blobPath(h)
-	if err := tw.WriteHeader(&tar.Header{Name: p, Mode: 0o644, Size: size, ModTime: epoch, Typeflag: tar.TypeReg}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Name: p, Mode: 0o644, Size: size, ModTime: epoch(), Typeflag: tar.TypeReg}); err != nil {
 		return fmt.Errorf("write %s: %w", p, err)
 	}
 	if _, err := io.CopyN(tw, r, size); err != nil {

@@ -22,8 +22,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// epoch is the modification time of every archive entry (reproducibility).
-var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+// epochUnix (2026-01-01) is the time of every archive entry and of the
+// image config: the same inputs always give the same digest.
+const epochUnix = 1767225600
+
+func epoch() time.Time { return time.Unix(epochUnix, 0).UTC() }
 
 const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -117,7 +120,7 @@ func build(s Spec, nodes []node) (v1.Hash, error) {
 	base := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
 	img, err := mutate.Append(base, mutate.Addendum{Layer: layer, History: v1.History{
-		Created: v1.Time{Time: epoch}, CreatedBy: "nodevirt imagebuild",
+		Created: v1.Time{Time: epoch()}, CreatedBy: "nodevirt imagebuild",
 	}})
 	if err != nil {
 		return v1.Hash{}, fmt.Errorf("append layer: %w", err)
@@ -127,7 +130,7 @@ func build(s Spec, nodes []node) (v1.Hash, error) {
 		return v1.Hash{}, fmt.Errorf("config: %w", err)
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture, cf.Created = "linux", "amd64", v1.Time{Time: epoch}
+	cf.OS, cf.Architecture, cf.Created = "linux", "amd64", v1.Time{Time: epoch()}
 	cf.Config.Env = append([]string{defaultPath}, s.Env...)
 	cf.Config.Entrypoint, cf.Config.Cmd, cf.Config.User = s.Entrypoint, s.Cmd, s.User
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
@@ -172,7 +175,7 @@ func writeNode(tw *tar.Writer, n node) error {
 		Mode:    int64(n.Mode.Perm()),
 		Uid:     n.Owner.UID,
 		Gid:     n.Owner.GID,
-		ModTime: epoch,
+		ModTime: epoch(),
 		Format:  tar.FormatPAX,
 	}
 	if n.Mode.IsDir() {
