@@ -94,6 +94,12 @@ func collect(ctx context.Context, s Spec) (tree, error) {
 func fingerprint(s Spec, nodes []node) (string, error) {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
+	// A new imagebuild may lay out the same inputs differently.
+	if self, err := os.Executable(); err == nil {
+		if fi, err := os.Stat(self); err == nil {
+			fmt.Fprintf(h, "%d %d\n", fi.Size(), fi.ModTime().UnixNano())
+		}
+	}
 	if err := enc.Encode(s); err != nil {
 		return "", fmt.Errorf("fingerprint: %w", err)
 	}
