@@ -102,7 +102,8 @@ main() {
 	for ((i = 0; i < NODES; i++)); do
 		ip link delete "$(cni_bridge "$i")" 2>/dev/null && echo "removed link $(cni_bridge "$i")"
 	done
-	cleanup_iptables
+	# only after our own cluster-up: another Kubernetes' chains are not ours
+	[ -f "$HOST/recorded" ] && cleanup_iptables
 	host_restore
 	[ -f "$HOST_MARKER" ] && [ "$(cat "$HOST_MARKER")" = "$CLUSTER_DIR" ] && rm -f "$HOST_MARKER"
 	# runtime state; pki/, logs/ and the image store are kept

@@ -56,6 +56,9 @@ check_host_free() {
 			die "another local cluster runs from $other: stop it first (CLUSTER_DIR=$other make cluster-down)"
 		fi
 	fi
+	if [ ! -f "$HOST/recorded" ] && iptables -w -t nat -S 2>/dev/null | grep -q '^-N KUBE-'; then
+		die "the host already has KUBE-* iptables chains (another Kubernetes?); cluster-down would remove them"
+	fi
 	for port in "$ETCD_PORT" $((ETCD_PORT + 1)) "$API_PORT" "$SCHEDULER_PORT" "$CONTROLLER_MANAGER_PORT" \
 		"$PROXY_HEALTHZ_PORT" "$PROXY_METRICS_PORT" "$KUBELET_PORT"; do
 		ss -Hltn "sport = :$port" | grep -q . && die "TCP port $port is in use (see lib.sh to pick other ports)"
