@@ -100,7 +100,7 @@ wait_for() {
 	shift 2
 	deadline=$(echo "$(now) + $timeout" | bc)
 	until "$@" >/dev/null 2>&1; do
-		(($(echo "$(now) > $deadline" | bc))) && die "timed out after ${timeout}s waiting for $what"
+		(($(echo "$(now) > $deadline" | bc))) && die "timed out after ${timeout}s waiting for $what (logs: $LOGS)"
 		sleep 0.1
 	done
 }

@@ -171,7 +171,7 @@ write_env() {
 }
 
 main() {
-	local i state t
+	local i state t pids
 	preflight
 	mkdir -p "$RUN" "$LOGS"
 	state=$(running_state)
@@ -200,12 +200,14 @@ main() {
 	t=$(now)
 	start_apiserver
 	for ((i = 0; i < NODES; i++)); do start_containerd "$i"; done
+	pids=()
 	for ((i = 0; i < NODES; i++)); do
 		wait_for 30 "containerd$i" containerd_up "$i"
 		"$(dirname "$0")/import-images.sh" "$i" >"$LOGS/import$i.log" 2>&1 &
+		pids+=($!)
 	done
-	for ((i = 0; i < NODES; i++)); do
-		wait -n || die "image import failed, see $LOGS/import*.log"
+	for i in "${pids[@]}"; do
+		wait "$i" || die "image import failed, see $LOGS/import*.log"
 	done
 	cat "$LOGS"/import*.log | sed 's/^/  /'
 	log "containerd up on $NODES node(s), images imported"
