@@ -21,14 +21,14 @@ var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 var cmpOpts = cmp.Options{cmpopts.EquateComparable(netip.Addr{}, netip.Prefix{})}
 
 // openTest opens a fresh writable store in t.TempDir and closes it at cleanup.
-func openTest(t *testing.T, opts store.Options) (*store.DB, string) {
+func openTest(t testing.TB, opts store.Options) (*store.DB, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "agent.db")
 	return reopen(t, path, opts), path
 }
 
 // reopen opens path and closes it at cleanup.
-func reopen(t *testing.T, path string, opts store.Options) *store.DB {
+func reopen(t testing.TB, path string, opts store.Options) *store.DB {
 	t.Helper()
 	db, err := store.Open(path, opts)
 	if err != nil {
