@@ -214,3 +214,46 @@ func assertReasons(t *testing.T, db *store.DB, uid string, want ...string) {
 		t.Errorf("timeline reasons of %q (-want +got):\n%s", uid, diff)
 	}
 }
+
+// Concurrent read-modify-writes of one record must not lose updates.
+func TestUpdate_Concurrent(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTest(t, store.Options{})
+	mustPut(t, db, store.Record{UID: "a"})
+	const workers, each = 4, 25
+	errs := make(chan error, workers)
+	for range workers {
+		go func() {
+			for range each {
+				_, err := db.Update(ctx, "a", func(r *store.Record) error {
+					r.Process.PID++
+					return nil
+				}, ev(0, "Inc"))
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	r, err := db.Get(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Process.PID != workers*each {
+		t.Errorf("counter = %d after %d updates", r.Process.PID, workers*each)
+	}
+	evs, err := db.Timeline(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != workers*each {
+		t.Errorf("timeline has %d events, want %d", len(evs), workers*each)
+	}
+}
