@@ -129,7 +129,7 @@ func matchDportRange(proto byte, from, to uint16) []expr.Any {
 func dnatTo(a netip.Addr) []expr.Any {
 	return []expr.Any{
 		&expr.Immediate{Register: 1, Data: a.AsSlice()},
-		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: 1, Specified: true},
+		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: 1},
 	}
 }
 
