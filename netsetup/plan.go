@@ -72,7 +72,7 @@ type Input struct {
 	Binding       Binding // Masquerade or Bridge
 	MAC           string  // interfaces[].macAddress; "" = derived
 	VMNetworkCIDR string  // networks[].pod.vmNetworkCIDR; "" = 10.0.2.0/24 (masquerade only)
-	Ports         []Port  // interfaces[].ports; empty = forward all ports (masquerade)
+	Ports         []Port  // interfaces[].ports; empty = forward all ports (masquerade only)
 	PodInterface  string  // "" = eth0
 	MTU           int     // 0 = the pod interface's MTU
 	UID, GID      uint32  // owner of the tap: the user QEMU runs as
@@ -92,10 +92,12 @@ type Plan struct {
 	// Masquerade only: the guest and gateway addresses on the private subnet.
 	Gateway netip.Prefix // e.g. 10.0.2.1/24, assigned to the bridge
 	GuestIP netip.Prefix // e.g. 10.0.2.2/24, handed out by DHCP
-	Ports   []Port
-	MTU     int // 0 = take the pod interface's MTU
-	UID     uint32
-	GID     uint32
+	// Ports are the only ports forwarded by masquerade (nil = all but the
+	// migration ports). Bridge binding does not filter (as in KubeVirt).
+	Ports []Port
+	MTU   int // 0 = take the pod interface's MTU
+	UID   uint32
+	GID   uint32
 	// Hostname and DNS are handed to the guest by DHCP.
 	Hostname string
 	DNS      DNS
