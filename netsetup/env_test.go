@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,5 +184,3 @@ func mustPlan(t *testing.T, in Input) Plan {
 	}
 	return p
 }
-
-var _ = netip.Addr{}

@@ -2,14 +2,12 @@ package netsetup
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -270,6 +268,3 @@ func TestRelease_MissingNetNS(t *testing.T) {
 		t.Errorf("Release on a vanished netns: %v", err)
 	}
 }
-
-var _ = errors.Is
-var _ = exec.Command

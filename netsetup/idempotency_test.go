@@ -2,6 +2,7 @@ package netsetup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -112,4 +113,50 @@ func TestEnsure_ConvergesFromEveryPartialState(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestEnsure_Errors(t *testing.T) {
+	requireRoot(t)
+	ctx := context.Background()
+	tp := newTopo(t)
+	tests := []struct {
+		name string
+		in   Input
+		want error
+	}{
+		{"guest subnet overlaps the pod's", Input{InterfaceName: "a", Binding: Masquerade, VMNetworkCIDR: "10.200.0.0/16"}, ErrInvalidInput},
+		{"no pod interface", Input{InterfaceName: "a", Binding: Masquerade, PodInterface: "eth9"}, ErrLinkNotFound},
+		{"no pod interface (bridge)", Input{InterfaceName: "a", Binding: Bridge, PodInterface: "eth9"}, ErrLinkNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan := mustPlan(t, tt.in)
+			if _, err := Ensure(ctx, tp.pod, plan); !errors.Is(err, tt.want) {
+				t.Errorf("Ensure() error = %v, want %v", err, tt.want)
+			}
+			if err := Release(ctx, tp.pod, plan); err != nil {
+				t.Errorf("Release: %v", err)
+			}
+		})
+	}
+	t.Run("pod interface without address", func(t *testing.T) {
+		run(t, "ip", "-n", tp.podName, "addr", "flush", "dev", "eth0")
+		for _, b := range []Binding{Masquerade, Bridge} {
+			plan := mustPlan(t, Input{InterfaceName: "a", Binding: b})
+			if _, err := Ensure(ctx, tp.pod, plan); !errors.Is(err, ErrNoPodAddress) {
+				t.Errorf("%s: Ensure() error = %v, want ErrNoPodAddress", b, err)
+			}
+			if err := Release(ctx, tp.pod, plan); err != nil {
+				t.Errorf("%s: Release: %v", b, err)
+			}
+		}
+	})
+	t.Run("cancelled context", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		plan := mustPlan(t, Input{InterfaceName: "a", Binding: Masquerade})
+		if _, err := Ensure(cctx, tp.pod, plan); !errors.Is(err, context.Canceled) {
+			t.Errorf("Ensure() error = %v, want context.Canceled", err)
+		}
+	})
 }

@@ -204,6 +204,15 @@ func TestQEMU(t *testing.T) {
 			}
 			t.Logf("boot to HTTP reachable: %v", time.Since(boot))
 
+			// A restarted agent calls Ensure again while QEMU holds the tap.
+			again, err := Ensure(ctx, tp.pod, plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(again.Changed) != 0 {
+				t.Errorf("Ensure with the guest running changed %v, want nothing", again.Changed)
+			}
+
 			stop()
 			if err := Release(ctx, tp.pod, plan); err != nil {
 				t.Fatal(err)

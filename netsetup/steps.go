@@ -73,6 +73,9 @@ func observeMasqueradePod(st *state) (bool, error) {
 		return false, fmt.Errorf("%q: %w", st.plan.PodInterface, ErrNoPodAddress)
 	}
 	st.pod = podConfig{Addr: addrs[0]}
+	if vm := st.plan.Gateway.Masked(); vm.Overlaps(addrs[0].Masked()) {
+		return false, fmt.Errorf("%w: vmNetworkCIDR %s overlaps the pod network %s", ErrInvalidInput, vm, addrs[0].Masked())
+	}
 	return false, nil
 }
 
