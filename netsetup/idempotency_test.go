@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -34,10 +35,12 @@ func TestEnsure_Idempotent(t *testing.T) {
 				t.Errorf("first Ensure reported no change on a fresh netns")
 			}
 			after1 := snapshot(t, tp.pod)
+			start := time.Now()
 			second, err := Ensure(ctx, tp.pod, plan)
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Logf("converged Ensure took %v", time.Since(start))
 			if len(second.Changed) != 0 {
 				t.Errorf("second Ensure changed %v, want nothing", second.Changed)
 			}
