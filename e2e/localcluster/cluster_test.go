@@ -36,7 +36,21 @@ func TestSingleNode(t *testing.T) {
 		t.Errorf("kubectl exec get = %q, want %q", got, want)
 	}
 	checkAPIFromPod(t, ctx, c, server)
+	checkDeployLocal(t, ctx, c)
 	stopCluster(t, c)
+}
+
+// checkDeployLocal applies the local overlay (namespace and CRDs so far) and
+// waits until the CRDs are served.
+func checkDeployLocal(t *testing.T, ctx context.Context, c *Cluster) {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, ctx, c, nil, "apply", "-k", filepath.Join(root, "deploy", "local"))
+	kubectl(t, ctx, c, nil, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+	kubectl(t, ctx, c, nil, "get", "namespace", "nodevirt")
 }
 
 // TestTwoNodes brings up two nodes, pins a pod to each and checks pod-to-pod

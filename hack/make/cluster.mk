@@ -22,4 +22,4 @@ cluster-down: ## Stop the local cluster and restore the host (PURGE=1 also delet
 test-cluster: cluster-packages cluster-binaries images ## Run the local cluster tests (up, pods, API, down, nothing left).
 	$(GO) test $(GOTEST_FLAGS) -v ./e2e/localcluster/...
 
-TEST_PREREQS += cluster-packages cluster-binaries images
+TEST_PREREQS += cluster-packages cluster-binaries images test-images
