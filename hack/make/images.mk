@@ -9,8 +9,7 @@ export IMAGE_PREFIX IMAGE_TAG
 
 .PHONY: images push
 
-images: ## Build the images (pause, probe, cmd/*, launcher, guest) into _output/images and import them into the local cluster.
-	@if grep -qs '^guest-images:' $(MAKEFILE_LIST); then $(MAKE) --no-print-directory guest-images; fi
+images: guest-images ## Build the images (pause, probe, cmd/*, launcher, guest) into _output/images and import them into the local cluster.
 	hack/apt-install.sh qemu-system-x86 qemu-utils ipxe-qemu seabios
 	hack/images/build.sh
 
