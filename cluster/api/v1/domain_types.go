@@ -1,0 +1,146 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// DomainSpec is the VM's virtual hardware.
+type DomainSpec struct {
+	// Resources are the launcher pod's requests and limits.
+	// +optional
+	Resources ResourceRequirements `json:"resources,omitempty"`
+	// +optional
+	CPU *CPU `json:"cpu,omitempty"`
+	// +optional
+	Memory *Memory `json:"memory,omitempty"`
+	// +optional
+	Machine *Machine `json:"machine,omitempty"`
+	// +optional
+	Firmware *Firmware `json:"firmware,omitempty"`
+	// Devices are the VM's disks, NICs and auto-attached devices.
+	Devices Devices `json:"devices"`
+}
+
+// ResourceRequirements are the compute resources of the launcher pod.
+type ResourceRequirements struct {
+	// Requests; requests.memory doubles as guest memory when
+	// spec.domain.memory.guest is unset.
+	// +optional
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// +optional
+	Limits corev1.ResourceList `json:"limits,omitempty"`
+	// OvercommitGuestOverhead leaves nodevirt's per-VM overhead out of the
+	// pod's memory request.
+	// +optional
+	OvercommitGuestOverhead bool `json:"overcommitGuestOverhead,omitempty"`
+}
+
+// CPU is the guest CPU topology and model. vCPUs = cores × sockets × threads.
+type CPU struct {
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=512
+	Cores uint32 `json:"cores,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	Sockets uint32 `json:"sockets,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=8
+	Threads uint32 `json:"threads,omitempty"`
+	// Model is a QEMU CPU model name, or host-model / host-passthrough.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._-]*$`
+	Model string `json:"model,omitempty"`
+}
+
+// Memory is the guest's memory.
+type Memory struct {
+	// Guest is the memory the guest sees.
+	// +optional
+	Guest *resource.Quantity `json:"guest,omitempty"`
+}
+
+// Machine is the emulated machine.
+type Machine struct {
+	// Type is a QEMU machine type; default q35.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9._-]*$`
+	Type string `json:"type,omitempty"`
+}
+
+// DefaultMachineType is used when spec.domain.machine.type is unset.
+const DefaultMachineType = "q35"
+
+// Firmware configures how the guest boots.
+type Firmware struct {
+	// KernelBoot boots a kernel and initrd taken from a container image.
+	// +optional
+	KernelBoot *KernelBoot `json:"kernelBoot,omitempty"`
+}
+
+// KernelBoot boots the guest from a kernel (and initrd) instead of a disk.
+type KernelBoot struct {
+	// KernelArgs is the kernel command line.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	KernelArgs string `json:"kernelArgs,omitempty"`
+	// Container holds the kernel and initrd.
+	// +optional
+	Container *KernelBootContainer `json:"container,omitempty"`
+}
+
+// KernelBootContainer is an image holding a kernel and an optional initrd.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.kernelPath) || has(self.initrdPath)",message="at least one of kernelPath or initrdPath must be set"
+type KernelBootContainer struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ImagePullSecret string `json:"imagePullSecret,omitempty"`
+	// KernelPath is the kernel's absolute path inside the image.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^\x00]*$`
+	KernelPath string `json:"kernelPath,omitempty"`
+	// InitrdPath is the initrd's absolute path inside the image.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^\x00]*$`
+	InitrdPath string `json:"initrdPath,omitempty"`
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+}
+
+// Devices are the VM's devices.
+type Devices struct {
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=256
+	Disks []Disk `json:"disks,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Interfaces []Interface `json:"interfaces,omitempty"`
+	// AutoattachPodInterface adds a default pod-network NIC when no interface
+	// is given. Default true.
+	// +optional
+	AutoattachPodInterface *bool `json:"autoattachPodInterface,omitempty"`
+	// AutoattachGraphicsDevice adds a VGA device and a VNC server. Default true.
+	// +optional
+	AutoattachGraphicsDevice *bool `json:"autoattachGraphicsDevice,omitempty"`
+	// AutoattachSerialConsole adds a serial console. Default true.
+	// +optional
+	AutoattachSerialConsole *bool `json:"autoattachSerialConsole,omitempty"`
+	// AutoattachMemBalloon adds a virtio balloon. Default true.
+	// +optional
+	AutoattachMemBalloon *bool `json:"autoattachMemBalloon,omitempty"`
+}

@@ -1,0 +1,30 @@
+package v1
+
+// Labels, annotations and finalizers with KubeVirt's spellings, so existing
+// tooling that selects on them keeps working.
+const (
+	// AppLabel marks nodevirt-created objects; launcher pods carry
+	// AppLabel=virt-launcher.
+	AppLabel = "kubevirt.io"
+	// LauncherAppValue is the AppLabel value of launcher pods.
+	LauncherAppValue = "virt-launcher"
+	// CreatedByLabel on a launcher pod holds the UID of its VMI.
+	CreatedByLabel = "kubevirt.io/created-by"
+	// NodeNameLabel on a VMI names the node it runs on; node agents watch
+	// their own VMIs through it.
+	NodeNameLabel = "kubevirt.io/nodeName"
+	// DomainAnnotation on a launcher pod holds the VMI name.
+	DomainAnnotation = "kubevirt.io/domain"
+	// SchedulableLabel on a node says the node agent is alive and accepts VMs.
+	SchedulableLabel = "kubevirt.io/schedulable"
+	// HeartbeatAnnotation on a node holds the agent's last heartbeat (RFC 3339).
+	HeartbeatAnnotation = "kubevirt.io/heartbeat"
+
+	// VirtualMachineInstanceFinalizer holds a VMI until the node agent has
+	// shut its guest down and released its resources.
+	VirtualMachineInstanceFinalizer = "kubevirt.io/foregroundDeleteVirtualMachine"
+	// VirtualMachineControllerFinalizer holds a VM until its VMI is gone.
+	VirtualMachineControllerFinalizer = "kubevirt.io/virtualMachineControllerFinalize"
+	// MigrationFinalizer holds a migration until both agents are done with it.
+	MigrationFinalizer = "kubevirt.io/migrationJobFinalize"
+)

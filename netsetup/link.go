@@ -1,0 +1,193 @@
+package netsetup
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// The helpers in this file run with the calling OS thread inside the target
+// network namespace (see inNetNS): netlink's package-level functions open a
+// fresh socket per request in the thread's current netns.
+
+const dumpRetries = 5
+
+// retryDump retries a netlink dump that the kernel interrupted because the
+// table changed while it was being read.
+func retryDump[T any](f func() (T, error)) (T, error) {
+	var v T
+	var err error
+	for range dumpRetries {
+		v, err = f()
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return v, err
+		}
+	}
+	return v, err
+}
+
+// lookupLink returns the link called name; ok is false when it does not exist.
+func lookupLink(name string) (l netlink.Link, ok bool, err error) {
+	l, err = netlink.LinkByName(name)
+	var nf netlink.LinkNotFoundError
+	if errors.As(err, &nf) || errors.Is(err, unix.ENODEV) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("look up link %q: %w", name, err)
+	}
+	return l, true, nil
+}
+
+func mustLink(name string) (netlink.Link, error) {
+	l, ok, err := lookupLink(name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("link %q: %w", name, ErrLinkNotFound)
+	}
+	return l, nil
+}
+
+// ErrLinkNotFound is returned (wrapped) when a link a step depends on is missing.
+var ErrLinkNotFound = errors.New("link not found")
+
+// ErrForeignLink is returned (wrapped) when a link with one of our names
+// exists but is not what this package would have created.
+var ErrForeignLink = errors.New("link exists with unexpected kind or owner")
+
+func ensureBridge(name string, mtu int) (bool, error) {
+	l, ok, err := lookupLink(name)
+	if err != nil {
+		return false, err
+	}
+	changed := false
+	if !ok {
+		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name, MTU: mtu}}
+		if err := netlink.LinkAdd(br); err != nil && !errors.Is(err, unix.EEXIST) {
+			return false, fmt.Errorf("create bridge %q: %w", name, err)
+		}
+		changed = true
+		if l, err = mustLink(name); err != nil {
+			return false, err
+		}
+	}
+	if l.Type() != "bridge" {
+		return false, fmt.Errorf("bridge %q is a %s: %w", name, l.Type(), ErrForeignLink)
+	}
+	c, err := ensureMTU(l, mtu)
+	return changed || c, err
+}
+
+func ensureTap(name string, mtu int, uid, gid uint32) (bool, error) {
+	l, ok, err := lookupLink(name)
+	if err != nil {
+		return false, err
+	}
+	changed := false
+	if !ok {
+		tap := &netlink.Tuntap{
+			LinkAttrs: netlink.LinkAttrs{Name: name},
+			Mode:      netlink.TUNTAP_MODE_TAP,
+			// Single queue (no IFF_MULTI_QUEUE): QEMU attaches with queues=1
+			// and the kernel refuses a multiqueue mismatch. VNET_HDR is a
+			// per-fd flag QEMU sets itself when it opens the tap.
+			Flags: netlink.TUNTAP_NO_PI | netlink.TUNTAP_VNET_HDR,
+			Owner: uid,
+			Group: gid,
+		}
+		if err := netlink.LinkAdd(tap); err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EEXIST) {
+			return false, fmt.Errorf("create tap %q: %w", name, err)
+		}
+		changed = true
+		if l, err = mustLink(name); err != nil {
+			return false, err
+		}
+	}
+	t, isTap := l.(*netlink.Tuntap)
+	if !isTap || t.Mode != netlink.TUNTAP_MODE_TAP {
+		return false, fmt.Errorf("tap %q is a %s: %w", name, l.Type(), ErrForeignLink)
+	}
+	if t.Owner != uid || t.Group != gid {
+		return false, fmt.Errorf("tap %q owned by %d:%d, want %d:%d: %w", name, t.Owner, t.Group, uid, gid, ErrForeignLink)
+	}
+	c, err := ensureMTU(l, mtu)
+	return changed || c, err
+}
+
+func ensureMTU(l netlink.Link, mtu int) (bool, error) {
+	if mtu == 0 || l.Attrs().MTU == mtu {
+		return false, nil
+	}
+	if err := netlink.LinkSetMTU(l, mtu); err != nil {
+		return false, fmt.Errorf("set MTU %d on %q: %w", mtu, l.Attrs().Name, err)
+	}
+	return true, nil
+}
+
+func ensureUp(name string) (bool, error) {
+	l, err := mustLink(name)
+	if err != nil {
+		return false, err
+	}
+	if l.Attrs().Flags&net.FlagUp != 0 {
+		return false, nil
+	}
+	if err := netlink.LinkSetUp(l); err != nil {
+		return false, fmt.Errorf("set %q up: %w", name, err)
+	}
+	return true, nil
+}
+
+func ensureMaster(name, master string) (bool, error) {
+	l, err := mustLink(name)
+	if err != nil {
+		return false, err
+	}
+	m, err := mustLink(master)
+	if err != nil {
+		return false, err
+	}
+	if l.Attrs().MasterIndex == m.Attrs().Index {
+		return false, nil
+	}
+	if err := netlink.LinkSetMaster(l, m); err != nil {
+		return false, fmt.Errorf("attach %q to %q: %w", name, master, err)
+	}
+	return true, nil
+}
+
+func ensureAlias(name, alias string) (bool, error) {
+	l, err := mustLink(name)
+	if err != nil {
+		return false, err
+	}
+	if l.Attrs().Alias == alias {
+		return false, nil
+	}
+	if err := netlink.LinkSetAlias(l, alias); err != nil {
+		return false, fmt.Errorf("set alias on %q: %w", name, err)
+	}
+	return true, nil
+}
+
+func deleteLink(name string) error {
+	l, ok, err := lookupLink(name)
+	if err != nil || !ok {
+		return err
+	}
+	if err := netlink.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("delete link %q: %w", name, err)
+	}
+	return nil
+}
+
+// isGone reports errors meaning "already absent".
+func isGone(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) || errors.Is(err, syscall.ESRCH)
+}

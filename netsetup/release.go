@@ -1,0 +1,67 @@
+package netsetup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/vishvananda/netlink"
+)
+
+// Release removes everything Ensure built for plan in the netns at
+// netnsPath. It tolerates any half-built state and an already released or
+// vanished netns. For bridge binding it gives the pod interface its address
+// and routes back (from the record on the bridge) before deleting the bridge,
+// so a crash during Release can be retried too.
+func Release(ctx context.Context, netnsPath string, plan Plan) error {
+	err := inNetNS(ctx, netnsPath, func() error {
+		if err := deleteNAT(); err != nil {
+			return err
+		}
+		if err := deleteLink(plan.Tap); err != nil {
+			return err
+		}
+		if plan.Binding == Bridge {
+			if err := restorePod(plan); err != nil {
+				return err
+			}
+		}
+		return deleteLink(plan.Bridge)
+	})
+	var gone ns.NSPathNotExistErr
+	if errors.As(err, &gone) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("release %s network (bridge %q, tap %q): %w", plan.Binding, plan.Bridge, plan.Tap, err)
+	}
+	return nil
+}
+
+func restorePod(plan Plan) error {
+	c, ok, err := recordedPodConfig(plan.Bridge)
+	if err != nil || !ok {
+		return err
+	}
+	l, ok, err := lookupLink(plan.PodInterface)
+	if err != nil || !ok {
+		return err
+	}
+	if br, ok, err := lookupLink(plan.Bridge); err != nil {
+		return err
+	} else if ok && l.Attrs().MasterIndex == br.Attrs().Index {
+		if err := netlink.LinkSetNoMaster(l); err != nil {
+			return fmt.Errorf("detach %q from %q: %w", plan.PodInterface, plan.Bridge, err)
+		}
+	}
+	if _, err := ensureAddr(plan.PodInterface, c.Addr); err != nil {
+		return err
+	}
+	for _, r := range c.Routes {
+		if err := addRoute(l, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}

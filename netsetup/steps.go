@@ -1,0 +1,157 @@
+package netsetup
+
+import (
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+)
+
+// step is one idempotent action of Ensure. run reports whether it changed
+// anything. Steps run in order inside the pod netns; a crash between any
+// two leaves a state the next Ensure converges from.
+type step struct {
+	name string
+	run  func(*state) (bool, error)
+}
+
+func steps(p Plan) []step {
+	if p.Binding == Bridge {
+		return bridgeSteps(p)
+	}
+	return masqueradeSteps(p)
+}
+
+func masqueradeSteps(p Plan) []step {
+	return []step{
+		{"observe-pod", observeMasqueradePod},
+		{"bridge", func(st *state) (bool, error) { return ensureBridge(p.Bridge, st.mtu) }},
+		{"bridge-addr", func(*state) (bool, error) { return ensureAddr(p.Bridge, p.Gateway) }},
+		{"bridge-up", func(*state) (bool, error) { return ensureUp(p.Bridge) }},
+		{"tap", func(st *state) (bool, error) { return ensureTap(p.Tap, st.mtu, p.UID, p.GID) }},
+		{"tap-master", func(*state) (bool, error) { return ensureMaster(p.Tap, p.Bridge) }},
+		{"tap-up", func(*state) (bool, error) { return ensureUp(p.Tap) }},
+		{"ip-forward", func(*state) (bool, error) { return ensureSysctl("/proc/sys/net/ipv4/ip_forward", "1") }},
+		{"nat", func(st *state) (bool, error) {
+			return ensureNAT(natRules{podIface: p.PodInterface, podIP: st.pod.Addr.Addr(), guestIP: p.GuestIP.Addr(), ports: p.Ports})
+		}},
+	}
+}
+
+func bridgeSteps(p Plan) []step {
+	return []step{
+		{"observe-pod", observeBridgePod},
+		{"bridge", func(st *state) (bool, error) { return ensureBridge(p.Bridge, st.mtu) }},
+		{"bridge-record", func(st *state) (bool, error) {
+			alias, err := st.pod.encode()
+			if err != nil {
+				return false, err
+			}
+			return ensureAlias(p.Bridge, alias)
+		}},
+		{"bridge-addr", func(*state) (bool, error) { return ensureAddr(p.Bridge, bridgeModeServerIP) }},
+		{"bridge-up", func(*state) (bool, error) { return ensureUp(p.Bridge) }},
+		{"tap", func(st *state) (bool, error) { return ensureTap(p.Tap, st.mtu, p.UID, p.GID) }},
+		{"tap-master", func(*state) (bool, error) { return ensureMaster(p.Tap, p.Bridge) }},
+		{"tap-up", func(*state) (bool, error) { return ensureUp(p.Tap) }},
+		{"pod-strip", stripPod},
+		{"pod-master", func(*state) (bool, error) { return ensureMaster(p.PodInterface, p.Bridge) }},
+		{"pod-up", func(*state) (bool, error) { return ensureUp(p.PodInterface) }},
+	}
+}
+
+func observeMasqueradePod(st *state) (bool, error) {
+	l, err := mustLink(st.plan.PodInterface)
+	if err != nil {
+		return false, err
+	}
+	st.mtu = effectiveMTU(st.plan, l)
+	addrs, err := ipv4Addrs(l)
+	if err != nil {
+		return false, err
+	}
+	if len(addrs) == 0 {
+		return false, fmt.Errorf("%q: %w", st.plan.PodInterface, ErrNoPodAddress)
+	}
+	st.pod = podConfig{Addr: addrs[0]}
+	if vm := st.plan.Gateway.Masked(); vm.Overlaps(addrs[0].Masked()) {
+		return false, fmt.Errorf("%w: vmNetworkCIDR %s overlaps the pod network %s", ErrInvalidInput, vm, addrs[0].Masked())
+	}
+	return false, nil
+}
+
+// observeBridgePod finds the pod IP configuration: from the record on our
+// bridge if an earlier Ensure wrote one (the pod interface may already be
+// stripped), else from the pod interface itself.
+func observeBridgePod(st *state) (bool, error) {
+	l, err := mustLink(st.plan.PodInterface)
+	if err != nil {
+		return false, err
+	}
+	st.mtu = effectiveMTU(st.plan, l)
+	if c, ok, err := recordedPodConfig(st.plan.Bridge); err != nil || ok {
+		st.pod = c
+		return false, err
+	}
+	addrs, err := ipv4Addrs(l)
+	if err != nil {
+		return false, err
+	}
+	if len(addrs) == 0 {
+		return false, fmt.Errorf("%q: %w", st.plan.PodInterface, ErrNoPodAddress)
+	}
+	routes, err := podRoutes(l)
+	if err != nil {
+		return false, err
+	}
+	st.pod = podConfig{Addr: addrs[0], Routes: routes}
+	return false, nil
+}
+
+func recordedPodConfig(bridge string) (podConfig, bool, error) {
+	br, ok, err := lookupLink(bridge)
+	if err != nil || !ok || br.Attrs().Alias == "" {
+		return podConfig{}, false, err
+	}
+	c, err := decodePodConfig(br.Attrs().Alias)
+	if err != nil {
+		return podConfig{}, false, fmt.Errorf("bridge %q: %w", bridge, err)
+	}
+	return c, true, nil
+}
+
+func effectiveMTU(p Plan, pod netlink.Link) int {
+	if p.MTU > 0 {
+		return p.MTU
+	}
+	return pod.Attrs().MTU
+}
+
+// stripPod removes the recorded routes and all IPv4 addresses from the pod
+// interface: the guest owns them now.
+func stripPod(st *state) (bool, error) {
+	l, err := mustLink(st.plan.PodInterface)
+	if err != nil {
+		return false, err
+	}
+	routes, err := podRoutes(l)
+	if err != nil {
+		return false, err
+	}
+	addrs, err := ipv4Addrs(l)
+	if err != nil {
+		return false, err
+	}
+	// Gateway routes first: the kernel refuses nothing here, but deleting
+	// them before the address keeps the order the reverse of restore.
+	for _, r := range routes {
+		if err := delRoute(l, r); err != nil {
+			return false, err
+		}
+	}
+	for _, a := range addrs {
+		if err := delAddr(l, a); err != nil {
+			return false, err
+		}
+	}
+	return len(routes)+len(addrs) > 0, nil
+}

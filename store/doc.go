@@ -1,0 +1,83 @@
+/*
+Package store is the node agent's memory: one bbolt file (by default
+/var/lib/nodevirt/agent.db) holding a Record per VMI on the node, keyed by the
+VMI's UID, and a bounded lifecycle timeline per record. After a restart the
+agent rebuilds its view from this file plus what it finds on the host, and
+re-attaches to running QEMUs without disturbing them.
+
+The package imports nothing of nodevirt's. The launch spec is opaque JSON
+(json.RawMessage); phases and run states are the agent's strings.
+
+# Schema
+
+Schema version 1 (the key "schema" holds the version as a big-endian uint64):
+
+	<file>
+	╰── nodevirt                            bucket: everything of ours
+	    ├── schema : <uint64>               schema version of the layout below
+	    ├── records                         bucket: one key per VMI
+	    │   ╰── <vmi uid> : <Record JSON>   {"version":1,"uid":…,"intent":…,…}
+	    ╰── timelines                       bucket: one bucket per record
+	        ╰── <vmi uid>                   bucket; its sequence is the last Seq
+	            ╰── <seq uint64> : <Event JSON>
+
+A timeline bucket exists only for a record that exists; deleting or pruning
+a record deletes its timeline in the same transaction.
+
+# Versions and migrations
+
+Two versions are kept. The schema version covers the bucket layout: Open (when
+writable) runs, in one transaction, every migration of an ordered table
+newer than the file's version, so a file is either fully migrated or left as
+it was. Version 0 is a file nodevirt never wrote; the 0→1 migration creates
+the layout above. A later layout change is one more table entry. A file with
+a newer version than the binary knows is refused with ErrVersion, as is a
+read-only open of a file that is not at the current version (nodectl never
+writes, so it cannot migrate).
+
+The record version (Record.Version) covers the JSON encoding of one record.
+Adding a field needs no bump: decoding ignores unknown fields and leaves
+missing ones zero. A record newer than the binary fails with ErrVersion.
+
+# Encoding
+
+Records and events are JSON. The file is small (a few hundred records on a
+node) and written at the rate of VM state changes, so encoding speed is not a
+concern (see the benchmarks); in exchange JSON is readable with `bbolt get`
+and nodectl, tolerates added fields in both directions without code
+generation, and the launch spec, already JSON, is stored verbatim.
+
+# Durability and intent
+
+Every write is one bbolt read-write transaction, fsynced before it returns
+(NoSync is never set). A process killed at any point leaves the file with
+every committed transaction intact and none of an uncommitted one; the tests
+prove this by SIGKILLing a writer repeatedly.
+
+Intent is written before any side effect. To pause, the agent first commits
+Intent.Paused with Update, and only after Update returns nil sends the QMP
+stop; then records what it observed with a second Update. A crash between
+the two leaves the intent on disk, and the restarted agent finishes the job.
+The reverse order could pause a guest and forget that the user asked for it.
+Update takes the state change and its timeline events together, so a record
+and its timeline never disagree.
+
+# Tombstones
+
+MarkGone keeps the record of a VMI that is gone, with its timeline, so that
+nodectl can still explain it. Prune removes tombstones older than
+Options.Retention; the agent calls it periodically.
+
+# Locking and concurrency
+
+bbolt takes an flock on the file: exclusive for a writable open, shared for a
+read-only one. Open waits at most Options.LockTimeout for it and then fails
+with ErrLocked, so nodectl never hangs on a live agent's file.
+
+A DB is safe for concurrent use by many goroutines. Reads run in parallel;
+writes are serialized. Each method is one transaction; the function given to
+Update runs inside it and must not call methods of the DB (bbolt's writer
+lock is not reentrant). Context cancellation is checked before a transaction
+starts; a started transaction is short and runs to completion.
+*/
+package store

@@ -1,0 +1,121 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// Get returns the record of the VMI with the given UID, tombstone or not.
+func (db *DB) Get(ctx context.Context, uid string) (Record, error) {
+	var r Record
+	err := db.view(ctx, func(b buckets) error {
+		var err error
+		r, err = b.get(uid)
+		return err
+	})
+	if err != nil {
+		return Record{}, fmt.Errorf("get record %q: %w", uid, err)
+	}
+	return r, nil
+}
+
+// List returns every record, tombstones included, ordered by UID.
+func (db *DB) List(ctx context.Context) ([]Record, error) {
+	var rs []Record
+	err := db.view(ctx, func(b buckets) error {
+		return b.records.ForEach(func(k, v []byte) error {
+			r, err := decodeRecord(string(k), v)
+			if err != nil {
+				return err
+			}
+			rs = append(rs, r)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list records: %w", err)
+	}
+	return rs, nil
+}
+
+// Put creates or replaces the record r.UID and appends events to its
+// timeline, in one transaction.
+func (db *DB) Put(ctx context.Context, r Record, events ...Event) error {
+	err := db.update(ctx, func(b buckets) error {
+		if err := b.put(&r); err != nil {
+			return err
+		}
+		return b.appendEvents(r.UID, events, db.opts.TimelineLimit)
+	})
+	if err != nil {
+		return fmt.Errorf("put record %q: %w", r.UID, err)
+	}
+	return nil
+}
+
+// Update reads the record uid, lets fn change it and writes it back with
+// events appended to its timeline, all in one transaction. If fn returns an
+// error nothing is written and Update returns that error, wrapped. Update
+// returns the record as written.
+//
+// This is how intent is recorded before a side effect: change the Intent in
+// fn, and act only after Update returns nil. fn must not call methods of db.
+func (db *DB) Update(ctx context.Context, uid string, fn func(*Record) error, events ...Event) (Record, error) {
+	var r Record
+	err := db.update(ctx, func(b buckets) error {
+		var err error
+		if r, err = b.get(uid); err != nil {
+			return err
+		}
+		if err := fn(&r); err != nil {
+			return err
+		}
+		if r.UID != uid {
+			return fmt.Errorf("update changed UID to %q: %w", r.UID, ErrInvalid)
+		}
+		if err := b.put(&r); err != nil {
+			return err
+		}
+		return b.appendEvents(uid, events, db.opts.TimelineLimit)
+	})
+	if err != nil {
+		return Record{}, fmt.Errorf("update record %q: %w", uid, err)
+	}
+	return r, nil
+}
+
+// Delete removes the record uid and its timeline at once, with no
+// tombstone. Deleting an absent record is not an error.
+func (db *DB) Delete(ctx context.Context, uid string) error {
+	err := db.update(ctx, func(b buckets) error { return b.delete(uid) })
+	if err != nil {
+		return fmt.Errorf("delete record %q: %w", uid, err)
+	}
+	return nil
+}
+
+func (b buckets) get(uid string) (Record, error) {
+	v := b.records.Get([]byte(uid))
+	if v == nil {
+		return Record{}, ErrNotFound
+	}
+	return decodeRecord(uid, v)
+}
+
+func (b buckets) put(r *Record) error {
+	if r.UID == "" {
+		return fmt.Errorf("empty UID: %w", ErrInvalid)
+	}
+	v, err := encodeRecord(r)
+	if err != nil {
+		return err
+	}
+	return b.records.Put([]byte(r.UID), v)
+}
+
+func (b buckets) delete(uid string) error {
+	if err := b.records.Delete([]byte(uid)); err != nil {
+		return err
+	}
+	return b.deleteTimeline(uid)
+}
