@@ -23,7 +23,9 @@ import (
 
 const userData = "#!/bin/sh\necho hello-from-user-data\nexit 3\n"
 
-// testVMI is a small VMI with a NoCloud disk; mutate adds the boot source.
+// testVMI is a small VMI with a NoCloud disk on virtio-blk (loaded before
+// the guest's cidata scan, so the scan never races a slow SATA probe);
+// mutate adds the boot source.
 func testVMI(grace int64, mutate func(*v1.VirtualMachineInstance)) *v1.VirtualMachineInstance {
 	off := false
 	vmi := &v1.VirtualMachineInstance{
@@ -34,7 +36,7 @@ func testVMI(grace int64, mutate func(*v1.VirtualMachineInstance)) *v1.VirtualMa
 				Memory: &v1.Memory{Guest: resource.NewQuantity(256<<20, resource.BinarySI)},
 				Devices: v1.Devices{
 					AutoattachGraphicsDevice: &off,
-					Disks:                    []v1.Disk{{Name: "cidata", CDRom: &v1.CDRomTarget{Bus: v1.DiskBusSATA}}},
+					Disks:                    []v1.Disk{{Name: "cidata", Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}},
 				},
 			},
 			Volumes: []v1.Volume{{Name: "cidata", CloudInitNoCloud: &v1.CloudInitNoCloudSource{UserData: userData}}},
@@ -178,8 +180,11 @@ func TestLauncher_ContainerDiskCrash(t *testing.T) {
 	holder := startProc(t, buildLauncher(t), "hold-disk", "--pid-file", pd.paths.HolderPIDFile("root"))
 	one := uint(1)
 	vmi := testVMI(30, func(vmi *v1.VirtualMachineInstance) {
-		d := &vmi.Spec.Domain.Devices
-		d.Disks = append([]v1.Disk{{Name: "root", BootOrder: &one, Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}}}, d.Disks...)
+		// The NoCloud ISO on a SATA CD-ROM, KubeVirt's usual cdrom.
+		vmi.Spec.Domain.Devices.Disks = []v1.Disk{
+			{Name: "root", BootOrder: &one, Disk: &v1.DiskTarget{Bus: v1.DiskBusVirtio}},
+			{Name: "cidata", CDRom: &v1.CDRomTarget{Bus: v1.DiskBusSATA}},
+		}
 		// The holder's root is the host's /, so the image path is absolute.
 		vmi.Spec.Volumes = append(vmi.Spec.Volumes, v1.Volume{Name: "root",
 			ContainerDisk: &v1.ContainerDiskSource{Image: "guest", Path: filepath.Join(guest, "disk.qcow2")}})
