@@ -10,7 +10,7 @@ test-launcher: guest-images ## Run the launch spec, cloud-init and launcher test
 	$(GO) test $(GOTEST_FLAGS) ./node/launchspec/... ./node/cloudinit/... ./node/launcher/... ./cmd/nodevirt-launcher/...
 
 fuzz-launchspec: ## Fuzz the VMI -> QEMU argv converter for option injection (FUZZTIME=30s).
-	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) -parallel 1 ./node/launchspec/convert/
+	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s -parallel 1 ./node/launchspec/convert/
 
 launcher-rss: guest-images ## Boot a guest through the launcher and print its RSS and boot timings.
 	$(GO) test $(GOTEST_FLAGS) -v -run 'TestLauncher_(KernelBootShutdown|StopBeforeLaunch)$$' ./node/launcher/ | grep -E 'RSS|->|^(ok|FAIL|---)'
