@@ -94,3 +94,28 @@ func TestServer_LaunchFailureIsRecorded(t *testing.T) {
 		t.Errorf("exit file: %v", err)
 	}
 }
+
+func TestServer_StopWhilePreparing(t *testing.T) {
+	s, c, dir, done := startServer(t)
+	spec := sealed(t, launchspec.Spec{Args: []string{"-S"}, Disks: []launchspec.DiskPrep{{
+		Volume: "root", Kind: launchspec.ContainerDisk, Target: filepath.Join(dir, "private", "overlays", "root.qcow2"),
+		Format: "qcow2", HolderPIDFile: filepath.Join(dir, "disks", "root.pid"), // never written
+	}}})
+	st, err := c.Launch(context.Background(), spec)
+	if err != nil || st.State != StatePreparing {
+		t.Fatalf("Launch = %+v, %v; want preparing", st, err)
+	}
+	t0 := time.Now()
+	s.Stop()
+	select {
+	case e := <-done:
+		if e == nil || e.Success() {
+			t.Errorf("exit = %+v, want a failed launch", e)
+		}
+		if d := time.Since(t0); d > 5*time.Second {
+			t.Errorf("Stop while waiting for the disk holder took %v", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after Stop while preparing")
+	}
+}
