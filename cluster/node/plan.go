@@ -33,7 +33,7 @@ type Result struct {
 // Plan decides a node sync. It is pure.
 func Plan(o Observed) Result {
 	var r Result
-	stale, notReady := true, true
+	notReady := true // a Node object that is gone counts as NotReady
 	if n := o.Node; n != nil {
 		hb, ok := heartbeat(n)
 		if !ok {
@@ -42,13 +42,10 @@ func Plan(o Observed) Result {
 		if age := o.Now.Sub(hb); age < o.Threshold {
 			return Result{RequeueAfter: o.Threshold - age + time.Second}
 		}
-		stale = true
 		notReady = !nodeReady(n)
 		r.MarkUnschedulable = n.Labels[v1.SchedulableLabel] != "false"
 	}
-	if stale {
-		r.RequeueAfter = o.Recheck
-	}
+	r.RequeueAfter = o.Recheck
 	for _, vmi := range o.VMIs {
 		if vmi.Status.Phase.IsFinal() || vmi.Status.Phase == v1.VmPhaseUnset || !vmi.Status.Phase.CanTransitionTo(v1.Failed) {
 			continue
