@@ -22,13 +22,13 @@ import (
 
 // Event reasons the VM controller records.
 const (
-	EventCreated        = "SuccessfulCreate"
-	EventDeleted        = "SuccessfulDelete"
-	EventFailedCreate   = "FailedCreate"
-	EventAdopted        = "Adopted"
-	EventOwnedByOther   = "VMIOwnedByOther"
-	EventCrashLoop      = "CrashLoopBackOff"
-	EventOrphanDeleted  = "OrphanDeleted"
+	EventCreated       = "SuccessfulCreate"
+	EventDeleted       = "SuccessfulDelete"
+	EventFailedCreate  = "FailedCreate"
+	EventAdopted       = "Adopted"
+	EventOwnedByOther  = "VMIOwnedByOther"
+	EventCrashLoop     = "CrashLoopBackOff"
+	EventOrphanDeleted = "OrphanDeleted"
 )
 
 // Enqueuer schedules a later sync of a key.
