@@ -28,6 +28,9 @@ type cluster struct {
 	kube kubernetes.Interface
 	kv   versioned.Interface
 	bin  string
+	// kubeconfig makes the controller act as its ServiceAccount, with the
+	// RBAC of deploy/controller.
+	kubeconfig string
 }
 
 func startCluster(t *testing.T) *cluster {
@@ -36,6 +39,8 @@ func startCluster(t *testing.T) *cluster {
 	c := &cluster{env: env, kube: kubernetes.NewForConfigOrDie(env.Config), kv: versioned.NewForConfigOrDie(env.Config)}
 	c.bin = buildController(t)
 	c.namespace(t, "nodevirt")
+	c.applyControllerRBAC(t)
+	c.kubeconfig = c.impersonatingKubeconfig(t)
 	return c
 }
 
@@ -85,7 +90,7 @@ func (c *cluster) startReplica(t *testing.T, id string, extra ...string) *replic
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"--kubeconfig=" + c.env.Kubeconfig, "--identity=" + id, "--listen=",
+	args := append([]string{"--kubeconfig=" + c.kubeconfig, "--identity=" + id, "--listen=",
 		"--use-emulation", "--launcher-image=nodevirt.local/nodevirt-launcher:dev", "--workers=2"}, fastLease...)
 	r.cmd = exec.Command(c.bin, append(args, extra...)...)
 	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile

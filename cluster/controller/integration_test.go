@@ -39,7 +39,8 @@ func (c *cluster) createVM(t *testing.T, vm *v1.VirtualMachine) {
 // kube-apiserver; the test plays scheduler, kubelet and node agent.
 func TestIntegration(t *testing.T) {
 	c := startCluster(t)
-	leader := c.startReplica(t, "a")
+	addr := freeAddr(t)
+	leader := c.startReplica(t, "a", "--listen="+addr, "--heartbeat-recheck=1s")
 	c.waitLeader(t, "a")
 
 	t.Run("RunStrategyAlways", func(t *testing.T) { testAlways(t, c) })
@@ -48,6 +49,10 @@ func TestIntegration(t *testing.T) {
 	t.Run("RunStrategyRerunOnFailure", func(t *testing.T) { testRerunOnFailure(t, c) })
 	t.Run("RunStrategyManual", func(t *testing.T) { testManual(t, c) })
 	t.Run("CrashLoopBackOff", func(t *testing.T) { testCrashLoop(t, c) })
+	t.Run("ImagePullError", func(t *testing.T) { testImagePullError(t, c) })
+	t.Run("PodDeletedBeforeHandoff", func(t *testing.T) { testPodDeletedBeforeHandoff(t, c) })
+	t.Run("NodeUnresponsive", func(t *testing.T) { testNodeUnresponsive(t, c) })
+	t.Run("Metrics", func(t *testing.T) { testMetrics(t, addr) })
 	t.Run("LeaderFailover", func(t *testing.T) { testFailover(t, c, leader) })
 }
 
@@ -281,8 +286,11 @@ func testFailover(t *testing.T, c *cluster, a *replica) {
 	eventually(t, 3*leaseDuration, "b leads", func() (bool, error) { return c.leaseHolder() == "b", nil })
 	took := time.Since(killed)
 	t.Logf("failover after SIGKILL of the leader: %s (lease duration %s)", took.Round(100*time.Millisecond), leaseDuration)
-	if took > leaseDuration+1500*time.Millisecond {
-		t.Errorf("failover took %s, want ≤ lease duration %s (+ one retry period)", took, leaseDuration)
+	// client-go measures lease expiry from when the follower observed the
+	// last renewal and retries every retryPeriod (×1.2 jitter): failover
+	// takes lease duration + at most ~2 retry periods (1 s here).
+	if limit := leaseDuration + 2500*time.Millisecond; took > limit {
+		t.Errorf("failover took %s, want ≤ %s (lease duration %s + 2.5 retry periods)", took, limit, leaseDuration)
 	}
 	// The new leader works.
 	ns := c.namespace(t, "failover")

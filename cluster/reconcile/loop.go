@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -93,7 +94,12 @@ func (l *Loop) next(ctx context.Context) bool {
 	err := l.syncer.Sync(ctx, key)
 	l.metrics.observeSync(l.name, time.Since(start), err)
 	if err != nil {
-		if ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+		case apierrors.IsConflict(err):
+			// Another writer (the agent, a user) changed the object: normal.
+			l.log.Debug("sync conflicted, requeued", "key", key, "err", err)
+		default:
 			l.log.Error("sync failed, requeued", "key", key, "retries", l.queue.NumRequeues(key), "err", err)
 		}
 		l.queue.AddRateLimited(key)
