@@ -1,0 +1,124 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodevirt/nodevirt/cluster/node"
+)
+
+// Config is the controller process configuration.
+type Config struct {
+	// Namespace holds the Lease and the nodevirt-config ConfigMap.
+	Namespace string
+	// LeaseName names the leader election Lease.
+	LeaseName string
+	// Identity is this replica's name in the Lease (default: hostname_pid).
+	Identity      string
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	// ListenAddr serves /healthz and /metrics ("" disables).
+	ListenAddr string
+	// Workers per controller.
+	Workers int
+	// ConfigMapName is read at start-up to override the fields below.
+	ConfigMapName string
+	// LauncherImage runs the launcher pods' compute container.
+	LauncherImage string
+	// Emulation runs VMs under TCG (no devices.kubevirt.io/kvm request).
+	Emulation bool
+	// HeartbeatThreshold is the node heartbeat age after which a node is
+	// unresponsive.
+	HeartbeatThreshold time.Duration
+	// HeartbeatRecheck is how often a stale node is looked at again.
+	HeartbeatRecheck time.Duration
+}
+
+// DefaultConfig returns the defaults the flags start from.
+func DefaultConfig() Config {
+	return Config{
+		Namespace:          "nodevirt",
+		LeaseName:          "nodevirt-controller",
+		LeaseDuration:      15 * time.Second,
+		RenewDeadline:      10 * time.Second,
+		RetryPeriod:        2 * time.Second,
+		ListenAddr:         ":8080",
+		Workers:            4,
+		ConfigMapName:      "nodevirt-config",
+		LauncherImage:      "nodevirt/nodevirt-launcher",
+		HeartbeatThreshold: node.DefaultThreshold,
+		HeartbeatRecheck:   node.DefaultRecheck,
+	}
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.Namespace == "" || c.LeaseName == "":
+		return errors.New("namespace and lease name must be set")
+	case c.Identity == "":
+		return errors.New("identity must be set")
+	case c.RetryPeriod <= 0 || c.RenewDeadline <= c.RetryPeriod || c.LeaseDuration <= c.RenewDeadline:
+		return fmt.Errorf("lease timings must satisfy 0 < retry (%s) < renew deadline (%s) < lease duration (%s)",
+			c.RetryPeriod, c.RenewDeadline, c.LeaseDuration)
+	case c.Workers < 1:
+		return fmt.Errorf("workers must be at least 1, got %d", c.Workers)
+	case c.LauncherImage == "":
+		return errors.New("launcher image must be set")
+	case c.HeartbeatThreshold <= 0 || c.HeartbeatRecheck <= 0:
+		return errors.New("heartbeat threshold and recheck must be positive")
+	}
+	return nil
+}
+
+// ConfigMap keys.
+const (
+	KeyLauncherImage      = "launcherImage"
+	KeyUseEmulation       = "useEmulation"
+	KeyHeartbeatThreshold = "heartbeatThreshold"
+)
+
+// WithConfigMap returns c overridden by the ConfigMap's keys; a missing
+// ConfigMap leaves c unchanged.
+func (c Config) WithConfigMap(ctx context.Context, client kubernetes.Interface) (Config, error) {
+	if c.ConfigMapName == "" {
+		return c, nil
+	}
+	cm, err := client.CoreV1().ConfigMaps(c.Namespace).Get(ctx, c.ConfigMapName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return c, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("read configmap %s/%s: %w", c.Namespace, c.ConfigMapName, err)
+	}
+	return c.withData(cm.Data)
+}
+
+func (c Config) withData(data map[string]string) (Config, error) {
+	if v, ok := data[KeyLauncherImage]; ok && v != "" {
+		c.LauncherImage = v
+	}
+	if v, ok := data[KeyUseEmulation]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("configmap key %s: %w", KeyUseEmulation, err)
+		}
+		c.Emulation = b
+	}
+	if v, ok := data[KeyHeartbeatThreshold]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return c, fmt.Errorf("configmap key %s: %w", KeyHeartbeatThreshold, err)
+		}
+		c.HeartbeatThreshold = d
+	}
+	return c, nil
+}

@@ -1,0 +1,17 @@
+// Package controller wires nodevirt's cluster controller process: the VM,
+// VMI and node controllers (packages cluster/vm, cluster/vmi, cluster/node)
+// on shared informers, behind leader election on a coordination.k8s.io
+// Lease, with /healthz and /metrics served over HTTP.
+//
+// Only the leader runs informers and workers; a replica that loses the
+// lease exits (Run returns an error) so that its Deployment restarts it as a
+// clean follower. On a clean shutdown the lease is released at once.
+//
+// Configuration: flags give defaults; the ConfigMap nodevirt-config in the
+// controller's namespace, read once at start-up, overrides them with keys
+// launcherImage, useEmulation ("true"/"false") and heartbeatThreshold (a Go
+// duration). A change takes effect on the next start of the leader.
+//
+// Logging: log/slog; klog (used by client-go, leader election) is routed
+// into the same handler. Metrics go to the injected prometheus registry.
+package controller

@@ -1,0 +1,268 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/apitest"
+	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
+)
+
+// cluster is a real API server plus clients, shared by the subtests of one
+// integration test. The test plays kubelet, scheduler and node agent.
+type cluster struct {
+	env  *apitest.Env
+	kube kubernetes.Interface
+	kv   versioned.Interface
+	bin  string
+	// kubeconfig makes the controller act as its ServiceAccount, with the
+	// RBAC of deploy/controller.
+	kubeconfig string
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	env := apitest.Start(t)
+	c := &cluster{env: env, kube: kubernetes.NewForConfigOrDie(env.Config), kv: versioned.NewForConfigOrDie(env.Config)}
+	c.bin = buildController(t)
+	c.namespace(t, "nodevirt")
+	c.applyControllerRBAC(t)
+	c.kubeconfig = c.impersonatingKubeconfig(t)
+	return c
+}
+
+// buildController builds cmd/nodevirt-controller into t.TempDir().
+func buildController(t *testing.T) string {
+	t.Helper()
+	root, err := apitest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "nodevirt-controller")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/nodevirt-controller")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build nodevirt-controller: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func (c *cluster) namespace(t *testing.T, name string) string {
+	t.Helper()
+	_, err := c.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	return name
+}
+
+// replica is one controller process.
+type replica struct {
+	id      string
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{}
+}
+
+// fastLease are leader election timings short enough for tests.
+var fastLease = []string{"--lease-duration=6s", "--renew-deadline=4s", "--retry-period=1s"}
+
+// startReplica runs the controller as a process with the env's kubeconfig;
+// it is stopped (by pid) in t.Cleanup.
+func (c *cluster) startReplica(t *testing.T, id string, extra ...string) *replica {
+	t.Helper()
+	r := &replica{id: id, logPath: filepath.Join(t.TempDir(), id+".log"), exited: make(chan struct{})}
+	logFile, err := os.Create(r.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"--kubeconfig=" + c.kubeconfig, "--identity=" + id, "--listen=",
+		"--use-emulation", "--launcher-image=nodevirt.local/nodevirt-launcher:dev", "--workers=2"}, fastLease...)
+	r.cmd = exec.Command(c.bin, append(args, extra...)...)
+	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := r.cmd.Start(); err != nil {
+		logFile.Close()
+		t.Fatalf("start controller %s: %v", id, err)
+	}
+	go func() {
+		_ = r.cmd.Wait()
+		logFile.Close()
+		close(r.exited)
+	}()
+	t.Cleanup(func() {
+		r.signal(syscall.SIGTERM)
+		select {
+		case <-r.exited:
+		case <-time.After(10 * time.Second):
+			r.signal(syscall.SIGKILL)
+			<-r.exited
+		}
+		if t.Failed() {
+			data, _ := os.ReadFile(r.logPath)
+			lines := strings.Split(string(data), "\n")
+			t.Logf("controller %s log tail:\n%s", id, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		}
+	})
+	return r
+}
+
+func (r *replica) signal(s syscall.Signal) {
+	select {
+	case <-r.exited:
+	default:
+		_ = r.cmd.Process.Signal(s)
+	}
+}
+
+// eventually polls cond every 100 ms until it returns true or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		lastErr = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s (last error: %v)", d, what, lastErr)
+}
+
+// --- the test plays the node agent, kubelet and scheduler ---
+
+func (c *cluster) getVMI(ns, name string) (*v1.VirtualMachineInstance, error) {
+	return c.kv.KubevirtV1().VirtualMachineInstances(ns).Get(context.Background(), name, metav1.GetOptions{})
+}
+
+func (c *cluster) getVM(ns, name string) (*v1.VirtualMachine, error) {
+	return c.kv.KubevirtV1().VirtualMachines(ns).Get(context.Background(), name, metav1.GetOptions{})
+}
+
+// waitVMI waits for a VMI named name that is not old (a UID) and not being
+// deleted, and returns it.
+func (c *cluster) waitVMI(t *testing.T, ns, name string, old string) *v1.VirtualMachineInstance {
+	t.Helper()
+	var vmi *v1.VirtualMachineInstance
+	eventually(t, 30*time.Second, "vmi "+name, func() (bool, error) {
+		v, err := c.getVMI(ns, name)
+		if err != nil {
+			return false, err
+		}
+		vmi = v
+		return string(v.UID) != old && v.DeletionTimestamp == nil, nil
+	})
+	return vmi
+}
+
+// schedule plays scheduler and kubelet: it binds the VMI's launcher pod to
+// node and marks it Running, then waits for the VMI to be Scheduled.
+func (c *cluster) schedule(t *testing.T, vmi *v1.VirtualMachineInstance, node string) *v1.VirtualMachineInstance {
+	t.Helper()
+	ctx := context.Background()
+	var pod *corev1.Pod
+	eventually(t, 30*time.Second, "launcher pod of "+vmi.Name, func() (bool, error) {
+		pods, err := c.kube.CoreV1().Pods(vmi.Namespace).List(ctx, metav1.ListOptions{LabelSelector: v1.CreatedByLabel + "=" + string(vmi.UID)})
+		if err != nil || len(pods.Items) == 0 {
+			return false, err
+		}
+		pod = &pods.Items[0]
+		return true, nil
+	})
+	err := c.kube.CoreV1().Pods(pod.Namespace).Bind(ctx, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("bind pod %s: %v", pod.Name, err)
+	}
+	eventually(t, 10*time.Second, "pod running", func() (bool, error) {
+		p, err := c.kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		p.Status.Phase = corev1.PodRunning
+		_, err = c.kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		return err == nil, err
+	})
+	var out *v1.VirtualMachineInstance
+	eventually(t, 30*time.Second, "vmi "+vmi.Name+" Scheduled", func() (bool, error) {
+		v, err := c.getVMI(vmi.Namespace, vmi.Name)
+		if err != nil {
+			return false, err
+		}
+		out = v
+		return v.Status.Phase == v1.Scheduled && v.Status.NodeName == node && v.Labels[v1.NodeNameLabel] == node, nil
+	})
+	return out
+}
+
+// agentPhase plays the agent writing the VMI phase (and Ready when Running).
+func (c *cluster) agentPhase(t *testing.T, ns, name string, phase v1.VirtualMachineInstancePhase) {
+	t.Helper()
+	eventually(t, 10*time.Second, fmt.Sprintf("vmi %s → %s", name, phase), func() (bool, error) {
+		v, err := c.getVMI(ns, name)
+		if err != nil {
+			return false, err
+		}
+		v.Status.Phase = phase
+		v.Status.PhaseTransitionTimestamps = append(v.Status.PhaseTransitionTimestamps, v1.VirtualMachineInstancePhaseTransitionTimestamp{
+			Phase: phase, PhaseTransitionTimestamp: metav1.Now(),
+		})
+		ready := corev1.ConditionFalse
+		if phase == v1.Running {
+			ready = corev1.ConditionTrue
+		}
+		v.Status.Conditions = []v1.VirtualMachineInstanceCondition{{Type: v1.VirtualMachineInstanceReady, Status: ready}}
+		_, err = c.kv.KubevirtV1().VirtualMachineInstances(ns).UpdateStatus(context.Background(), v, metav1.UpdateOptions{})
+		return err == nil, err
+	})
+}
+
+// agentRelease plays the agent finishing a deletion: once the VMI is being
+// deleted it removes the VMI finalizer; then waits for the VMI to be gone.
+func (c *cluster) agentRelease(t *testing.T, ns, name string, uid string) {
+	t.Helper()
+	eventually(t, 30*time.Second, "vmi "+name+" released", func() (bool, error) {
+		v, err := c.getVMI(ns, name)
+		if apierrors.IsNotFound(err) || (err == nil && string(v.UID) != uid) {
+			return true, nil
+		}
+		if err != nil || v.DeletionTimestamp == nil {
+			return false, err
+		}
+		v.Finalizers = nil
+		_, err = c.kv.KubevirtV1().VirtualMachineInstances(ns).Update(context.Background(), v, metav1.UpdateOptions{})
+		return false, err
+	})
+}
+
+func (c *cluster) waitPrintable(t *testing.T, ns, name string, want v1.VirtualMachinePrintableStatus) *v1.VirtualMachine {
+	t.Helper()
+	var vm *v1.VirtualMachine
+	eventually(t, 30*time.Second, fmt.Sprintf("vm %s printableStatus %s", name, want), func() (bool, error) {
+		v, err := c.getVM(ns, name)
+		if err != nil {
+			return false, err
+		}
+		vm = v
+		return v.Status.PrintableStatus == want, fmt.Errorf("printableStatus %q", v.Status.PrintableStatus)
+	})
+	return vm
+}

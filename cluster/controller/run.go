@@ -1,0 +1,142 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
+)
+
+// Deps are the controller process's collaborators.
+type Deps struct {
+	Kube     kubernetes.Interface
+	Kubevirt versioned.Interface
+	Log      *slog.Logger
+	Registry *prometheus.Registry
+}
+
+// Run serves /healthz and /metrics, campaigns for the lease and, while
+// leading, runs the controllers. It returns nil when ctx is cancelled and
+// an error when leadership is lost or the server fails.
+func Run(ctx context.Context, cfg Config, d Deps) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("controller config: %w", err)
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.LeaseName},
+		Client:     d.Kube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
+	}
+	watchdog := leaderelection.NewLeaderHealthzAdaptor(cfg.RenewDeadline)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var srvErr error
+	var wg sync.WaitGroup
+	if cfg.ListenAddr != "" {
+		ln, err := net.Listen("tcp", cfg.ListenAddr)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
+		}
+		srv := &http.Server{Handler: mux(watchdog, d.Registry), ReadHeaderTimeout: 5 * time.Second}
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				srvErr = fmt.Errorf("http server: %w", err)
+				cancel()
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			<-ctx.Done()
+			shutdownCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+			defer stop()
+			_ = srv.Shutdown(shutdownCtx)
+		}()
+		d.Log.Info("serving health and metrics", "addr", ln.Addr().String())
+	}
+
+	var lost bool
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   cfg.LeaseDuration,
+		RenewDeadline:   cfg.RenewDeadline,
+		RetryPeriod:     cfg.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            cfg.LeaseName,
+		WatchDog:        watchdog,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				d.Log.Info("became leader", "identity", cfg.Identity)
+				if err := lead(ctx, cfg, d); err != nil {
+					d.Log.Error("controllers stopped", "err", err)
+				}
+			},
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					lost = true
+				}
+				cancel()
+			},
+			OnNewLeader: func(id string) { d.Log.Info("leader", "identity", id) },
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	elector.Run(ctx)
+	cancel()
+	wg.Wait()
+	switch {
+	case srvErr != nil:
+		return srvErr
+	case lost:
+		return errors.New("lost the leader lease")
+	}
+	return nil
+}
+
+func mux(watchdog *leaderelection.HealthzAdaptor, reg *prometheus.Registry) *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := watchdog.Check(r); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	m.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	return m
+}
+
+// lead builds informers and controllers and runs them until ctx ends.
+func lead(ctx context.Context, cfg Config, d Deps) error {
+	cfg, err := cfg.WithConfigMap(ctx, d.Kube)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("controller config from configmap: %w", err)
+	}
+	d.Log.Info("configuration", "launcherImage", cfg.LauncherImage, "emulation", cfg.Emulation,
+		"heartbeatThreshold", cfg.HeartbeatThreshold)
+	s, err := build(cfg, d)
+	if err != nil {
+		return err
+	}
+	return s.run(ctx, cfg.Workers)
+}

@@ -1,0 +1,147 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	kvclient "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/api/v1"
+)
+
+// VMIsByNode is the name of the VMI informer index by kubevirt.io/nodeName.
+const VMIsByNode = "node"
+
+// VMIIndexers are the indexers the VMI informer must carry for this controller.
+func VMIIndexers() cache.Indexers {
+	return cache.Indexers{VMIsByNode: func(obj any) ([]string, error) {
+		vmi, ok := obj.(*v1.VirtualMachineInstance)
+		if !ok {
+			return nil, fmt.Errorf("vmi index: unexpected %T", obj)
+		}
+		if n := vmi.Labels[v1.NodeNameLabel]; n != "" {
+			return []string{n}, nil
+		}
+		return nil, nil
+	}}
+}
+
+// Defaults.
+const (
+	DefaultThreshold = 5 * time.Minute
+	DefaultRecheck   = 15 * time.Second
+)
+
+// EventNodeUnresponsive is recorded on each VMI failed by this controller.
+const EventNodeUnresponsive = "NodeUnresponsive"
+
+// Enqueuer schedules a later sync of a key.
+type Enqueuer interface {
+	EnqueueAfter(key string, d time.Duration)
+}
+
+// PodChecker reports whether a VMI's launcher pod still exists.
+type PodChecker func(vmi *v1.VirtualMachineInstance) bool
+
+// Deps are the node controller's collaborators.
+type Deps struct {
+	Nodes     corelisters.NodeLister
+	VMIs      cache.Indexer // VMI informer indexer with VMIIndexers
+	PodExists PodChecker
+	NodeAPI   corev1client.NodesGetter
+	Client    kvclient.VirtualMachineInstancesGetter
+	Recorder  record.EventRecorder
+	Queue     Enqueuer // may be nil in tests
+	Threshold time.Duration
+	Recheck   time.Duration
+	Now       func() time.Time
+}
+
+// Controller fails VMIs of nodes whose agent stopped heartbeating.
+type Controller struct{ d Deps }
+
+// New returns a node controller.
+func New(d Deps) *Controller {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Threshold <= 0 {
+		d.Threshold = DefaultThreshold
+	}
+	if d.Recheck <= 0 {
+		d.Recheck = DefaultRecheck
+	}
+	return &Controller{d: d}
+}
+
+// Sync reconciles the node named by key.
+func (c *Controller) Sync(ctx context.Context, key string) error {
+	node, err := c.d.Nodes.Get(key)
+	if apierrors.IsNotFound(err) {
+		node = nil
+	} else if err != nil {
+		return fmt.Errorf("get node %s: %w", key, err)
+	}
+	objs, err := c.d.VMIs.ByIndex(VMIsByNode, key)
+	if err != nil {
+		return fmt.Errorf("vmis of node %s: %w", key, err)
+	}
+	vmis := make([]*v1.VirtualMachineInstance, 0, len(objs))
+	for _, o := range objs {
+		if vmi, ok := o.(*v1.VirtualMachineInstance); ok {
+			vmis = append(vmis, vmi)
+		}
+	}
+	now := c.d.Now()
+	res := Plan(Observed{Node: node, VMIs: vmis, PodExists: c.d.PodExists, Now: now, Threshold: c.d.Threshold, Recheck: c.d.Recheck})
+	if res.MarkUnschedulable {
+		if err := c.markUnschedulable(ctx, key); err != nil {
+			return err
+		}
+	}
+	for _, vmi := range res.Fail {
+		if err := c.fail(ctx, vmi, now); err != nil {
+			return err
+		}
+	}
+	if res.RequeueAfter > 0 && c.d.Queue != nil && (node != nil || len(vmis) > 0) {
+		c.d.Queue.EnqueueAfter(key, res.RequeueAfter)
+	}
+	return nil
+}
+
+func (c *Controller) markUnschedulable(ctx context.Context, name string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{v1.SchedulableLabel: "false"}}})
+	if err != nil {
+		return err
+	}
+	_, err = c.d.NodeAPI.Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("mark node %s unschedulable: %w", name, err)
+	}
+	return nil
+}
+
+func (c *Controller) fail(ctx context.Context, vmi *v1.VirtualMachineInstance, now time.Time) error {
+	cur := vmi.DeepCopy()
+	cur.Status = FailedStatus(vmi, now)
+	_, err := c.d.Client.VirtualMachineInstances(vmi.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("fail vmi %s/%s on unresponsive node: %w", vmi.Namespace, vmi.Name, err)
+	}
+	c.d.Recorder.Eventf(vmi, corev1.EventTypeWarning, EventNodeUnresponsive, "Node %s is unresponsive: its agent stopped heartbeating", vmi.Status.NodeName)
+	return nil
+}

@@ -1,0 +1,90 @@
+package node
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+)
+
+// Observed is what a node sync sees.
+type Observed struct {
+	// Node is nil when the Node object is gone.
+	Node *corev1.Node
+	// VMIs are the VMIs labelled with this node's name.
+	VMIs []*v1.VirtualMachineInstance
+	// PodExists reports whether a VMI's launcher pod still exists.
+	PodExists func(vmi *v1.VirtualMachineInstance) bool
+	Now       time.Time
+	Threshold time.Duration
+	Recheck   time.Duration
+}
+
+// Result is what a node sync should do.
+type Result struct {
+	MarkUnschedulable bool
+	// Fail are the VMIs to move to Failed with reason NodeUnresponsive.
+	Fail         []*v1.VirtualMachineInstance
+	RequeueAfter time.Duration
+}
+
+// Plan decides a node sync. It is pure.
+func Plan(o Observed) Result {
+	var r Result
+	notReady := true // a Node object that is gone counts as NotReady
+	if n := o.Node; n != nil {
+		hb, ok := heartbeat(n)
+		if !ok {
+			return r // no agent ever ran here
+		}
+		if age := o.Now.Sub(hb); age < o.Threshold {
+			return Result{RequeueAfter: o.Threshold - age + time.Second}
+		}
+		notReady = !nodeReady(n)
+		r.MarkUnschedulable = n.Labels[v1.SchedulableLabel] != "false"
+	}
+	r.RequeueAfter = o.Recheck
+	for _, vmi := range o.VMIs {
+		if vmi.Status.Phase.IsFinal() || vmi.Status.Phase == v1.VmPhaseUnset || !vmi.Status.Phase.CanTransitionTo(v1.Failed) {
+			continue
+		}
+		if notReady || !o.PodExists(vmi) {
+			r.Fail = append(r.Fail, vmi)
+		}
+	}
+	return r
+}
+
+// FailedStatus is vmi's status after failing it for an unresponsive node.
+func FailedStatus(vmi *v1.VirtualMachineInstance, now time.Time) v1.VirtualMachineInstanceStatus {
+	s := *vmi.Status.DeepCopy()
+	s.Phase = v1.Failed
+	s.Reason = v1.ReasonNodeUnresponsive
+	s.PhaseTransitionTimestamps = append(s.PhaseTransitionTimestamps, v1.VirtualMachineInstancePhaseTransitionTimestamp{
+		Phase: v1.Failed, PhaseTransitionTimestamp: metav1.NewTime(now.Truncate(time.Second)),
+	})
+	return s
+}
+
+func heartbeat(n *corev1.Node) (time.Time, bool) {
+	v, ok := n.Annotations[v1.HeartbeatAnnotation]
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, true // unparsable counts as stale
+	}
+	return t, true
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,263 @@
+package vm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	kvclient "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/api/v1"
+	listers "github.com/nodevirt/nodevirt/cluster/client/listers/api/v1"
+)
+
+// Event reasons the VM controller records.
+const (
+	EventCreated       = "SuccessfulCreate"
+	EventDeleted       = "SuccessfulDelete"
+	EventFailedCreate  = "FailedCreate"
+	EventAdopted       = "Adopted"
+	EventOwnedByOther  = "VMIOwnedByOther"
+	EventCrashLoop     = "CrashLoopBackOff"
+	EventOrphanDeleted = "OrphanDeleted"
+)
+
+// Enqueuer schedules a later sync of a key.
+type Enqueuer interface {
+	EnqueueAfter(key string, d time.Duration)
+}
+
+// Deps are the VM controller's collaborators.
+type Deps struct {
+	VMs      listers.VirtualMachineLister
+	VMIs     listers.VirtualMachineInstanceLister
+	Client   kvclient.KubevirtV1Interface
+	Recorder record.EventRecorder
+	// Queue receives delayed requeues (backoff expiry); may be nil in tests.
+	Queue Enqueuer
+	// Now defaults to time.Now; Jitter to math/rand/v2.Float64.
+	Now    func() time.Time
+	Jitter func() float64
+}
+
+// Controller syncs VirtualMachines. Build it with New.
+type Controller struct {
+	d Deps
+}
+
+// New returns a VM controller.
+func New(d Deps) *Controller {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Jitter == nil {
+		d.Jitter = rand.Float64
+	}
+	return &Controller{d: d}
+}
+
+// Sync reconciles the VM named by key (namespace/name).
+func (c *Controller) Sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return fmt.Errorf("vm key %q: %w", key, err)
+	}
+	vmi, err := c.d.VMIs.VirtualMachineInstances(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		vmi = nil
+	} else if err != nil {
+		return fmt.Errorf("get vmi %s: %w", key, err)
+	}
+	vm, err := c.d.VMs.VirtualMachines(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return c.deleteOrphan(ctx, vmi)
+	}
+	if err != nil {
+		return fmt.Errorf("get vm %s: %w", key, err)
+	}
+	o := Observed{VM: vm, VMI: vmi, Now: c.d.Now(), Jitter: c.d.Jitter()}
+	if vmi != nil {
+		o.Relation = Relate(vm, vmi)
+		if o.Relation == Foreign {
+			c.d.Recorder.Eventf(vm, corev1.EventTypeWarning, EventOwnedByOther, "VirtualMachineInstance %s is controlled by another object", name)
+		}
+	}
+	res := Plan(o)
+	vm, err = c.apply(ctx, vm, vmi, res)
+	if err != nil {
+		return err
+	}
+	if sf := res.Status.StartFailure; sf != nil && !equality.Semantic.DeepEqual(sf, vm.Status.StartFailure) {
+		c.d.Recorder.Eventf(vm, corev1.EventTypeWarning, EventCrashLoop, "VirtualMachineInstance failed %d time(s) in a row; next start after %s",
+			sf.ConsecutiveFailCount, sf.RetryAfterTimestamp.Format(time.RFC3339))
+	}
+	if err := c.writeStatus(ctx, vm, res.Status); err != nil {
+		return err
+	}
+	if res.RequeueAfter > 0 && c.d.Queue != nil {
+		c.d.Queue.EnqueueAfter(key, res.RequeueAfter)
+	}
+	return nil
+}
+
+// apply performs the planned action. It returns the VM as last written (a
+// finalizer update changes its resourceVersion).
+func (c *Controller) apply(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, res Result) (*v1.VirtualMachine, error) {
+	var err error
+	switch res.Action {
+	case CreateVMI:
+		err = c.createVMI(ctx, vm)
+	case DeleteVMI:
+		err = c.deleteVMI(ctx, vm, vmi)
+	case AdoptVMI:
+		err = c.adopt(ctx, vm, vmi)
+	case AddFinalizer:
+		return c.setFinalizer(ctx, vm, true)
+	case RemoveFinalizer:
+		return c.setFinalizer(ctx, vm, false)
+	}
+	return vm, err
+}
+
+// NewVMI renders the VMI a VM creates from its template.
+func NewVMI(vm *v1.VirtualMachine) *v1.VirtualMachineInstance {
+	vmi := &v1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            vm.Name,
+			Namespace:       vm.Namespace,
+			OwnerReferences: []metav1.OwnerReference{ownerRef(vm)},
+			Finalizers:      []string{v1.VirtualMachineInstanceFinalizer},
+		},
+	}
+	if t := vm.Spec.Template; t != nil {
+		vmi.Labels = copyMap(t.ObjectMeta.Labels)
+		vmi.Annotations = copyMap(t.ObjectMeta.Annotations)
+		vmi.Spec = *t.Spec.DeepCopy()
+	}
+	return vmi
+}
+
+func (c *Controller) createVMI(ctx context.Context, vm *v1.VirtualMachine) error {
+	_, err := c.d.Client.VirtualMachineInstances(vm.Namespace).Create(ctx, NewVMI(vm), metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return nil // the cache lags; the next sync sees it
+	case err != nil:
+		c.d.Recorder.Eventf(vm, corev1.EventTypeWarning, EventFailedCreate, "Error creating VirtualMachineInstance: %v", err)
+		return fmt.Errorf("create vmi %s/%s: %w", vm.Namespace, vm.Name, err)
+	}
+	c.d.Recorder.Eventf(vm, corev1.EventTypeNormal, EventCreated, "Created VirtualMachineInstance %s", vm.Name)
+	return nil
+}
+
+func (c *Controller) deleteVMI(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) error {
+	if err := c.delete(ctx, vmi); err != nil {
+		return err
+	}
+	c.d.Recorder.Eventf(vm, corev1.EventTypeNormal, EventDeleted, "Stopped the VirtualMachineInstance %s (uid %s)", vmi.Name, vmi.UID)
+	return nil
+}
+
+func (c *Controller) delete(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
+	uid := vmi.UID
+	err := c.d.Client.VirtualMachineInstances(vmi.Namespace).Delete(ctx, vmi.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &uid},
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete vmi %s/%s: %w", vmi.Namespace, vmi.Name, err)
+	}
+	return nil
+}
+
+// deleteOrphan deletes a VMI whose controlling VM is gone.
+func (c *Controller) deleteOrphan(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
+	if vmi == nil || vmi.DeletionTimestamp != nil {
+		return nil
+	}
+	ref := metav1.GetControllerOf(vmi)
+	if ref == nil || ref.Kind != vmKind.Kind {
+		return nil
+	}
+	if err := c.delete(ctx, vmi); err != nil {
+		return err
+	}
+	c.d.Recorder.Eventf(vmi, corev1.EventTypeNormal, EventOrphanDeleted, "Deleted: its VirtualMachine %s is gone", ref.Name)
+	return nil
+}
+
+func (c *Controller) adopt(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) error {
+	refs := append(append([]metav1.OwnerReference{}, vmi.OwnerReferences...), ownerRef(vm))
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"ownerReferences": refs, "uid": vmi.UID, "resourceVersion": vmi.ResourceVersion,
+	}})
+	if err != nil {
+		return err
+	}
+	_, err = c.d.Client.VirtualMachineInstances(vmi.Namespace).Patch(ctx, vmi.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("adopt vmi %s/%s: %w", vmi.Namespace, vmi.Name, err)
+	}
+	c.d.Recorder.Eventf(vm, corev1.EventTypeNormal, EventAdopted, "Adopted orphan VirtualMachineInstance %s", vmi.Name)
+	return nil
+}
+
+func (c *Controller) setFinalizer(ctx context.Context, vm *v1.VirtualMachine, present bool) (*v1.VirtualMachine, error) {
+	vm = vm.DeepCopy()
+	var fs []string
+	for _, f := range vm.Finalizers {
+		if f != v1.VirtualMachineControllerFinalizer {
+			fs = append(fs, f)
+		}
+	}
+	if present {
+		fs = append(fs, v1.VirtualMachineControllerFinalizer)
+	}
+	vm.Finalizers = fs
+	updated, err := c.d.Client.VirtualMachines(vm.Namespace).Update(ctx, vm, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) && !present {
+		return vm, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("update finalizers of vm %s/%s: %w", vm.Namespace, vm.Name, err)
+	}
+	return updated, nil
+}
+
+// writeStatus updates the status subresource if it changed. The write
+// carries the observed resourceVersion, so a concurrent writer of
+// stateChangeRequests makes it fail with a conflict and the key is retried.
+func (c *Controller) writeStatus(ctx context.Context, vm *v1.VirtualMachine, status v1.VirtualMachineStatus) error {
+	if equality.Semantic.DeepEqual(vm.Status, status) {
+		return nil
+	}
+	vm = vm.DeepCopy()
+	vm.Status = status
+	_, err := c.d.Client.VirtualMachines(vm.Namespace).UpdateStatus(ctx, vm, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("update status of vm %s/%s: %w", vm.Namespace, vm.Name, err)
+	}
+	return nil
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,168 @@
+package vm
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/fake"
+	listers "github.com/nodevirt/nodevirt/cluster/client/listers/api/v1"
+)
+
+// fixture follows sample-controller: objects seeded into informer indexers
+// and the fake clientset; Sync is called directly and the API actions it
+// made are compared.
+type fixture struct {
+	t       *testing.T
+	client  *fake.Clientset
+	vms     cache.Indexer
+	vmis    cache.Indexer
+	queue   *fakeQueue
+	objects []runtime.Object
+}
+
+type fakeQueue struct{ after map[string]time.Duration }
+
+func (q *fakeQueue) EnqueueAfter(key string, d time.Duration) { q.after[key] = d }
+
+func newFixture(t *testing.T) *fixture {
+	return &fixture{t: t, vms: cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil),
+		vmis: cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil), queue: &fakeQueue{after: map[string]time.Duration{}}}
+}
+
+func (f *fixture) addVM(vm *v1.VirtualMachine) {
+	_ = f.vms.Add(vm)
+	f.objects = append(f.objects, vm)
+}
+
+func (f *fixture) addVMI(vmi *v1.VirtualMachineInstance) {
+	_ = f.vmis.Add(vmi)
+	f.objects = append(f.objects, vmi)
+}
+
+// run syncs key and returns the write actions.
+func (f *fixture) run(key string) []core.Action {
+	f.t.Helper()
+	f.client = fake.NewSimpleClientset(f.objects...)
+	c := New(Deps{
+		VMs: listers.NewVirtualMachineLister(f.vms), VMIs: listers.NewVirtualMachineInstanceLister(f.vmis),
+		Client: f.client.KubevirtV1(), Recorder: record.NewFakeRecorder(10), Queue: f.queue,
+		Now: func() time.Time { return t0 }, Jitter: func() float64 { return 0 },
+	})
+	if err := c.Sync(context.Background(), key); err != nil {
+		f.t.Fatalf("Sync(%s): %v", key, err)
+	}
+	var writes []core.Action
+	for _, a := range f.client.Actions() {
+		if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			writes = append(writes, a)
+		}
+	}
+	return writes
+}
+
+type action struct{ Verb, Resource, Subresource string }
+
+func summarize(as []core.Action) []action {
+	var out []action
+	for _, a := range as {
+		out = append(out, action{a.GetVerb(), a.GetResource().Resource, a.GetSubresource()})
+	}
+	return out
+}
+
+func TestSync_CreatesVMIFromTemplate(t *testing.T) {
+	f := newFixture(t)
+	vm := testVM(v1.RunStrategyAlways, func(vm *v1.VirtualMachine) {
+		vm.Spec.Template.ObjectMeta = metav1.ObjectMeta{Labels: map[string]string{"app": "x"}, Annotations: map[string]string{"a": "b"}}
+		vm.Spec.Template.Spec.Hostname = "guest"
+	})
+	f.addVM(vm)
+	got := f.run("ns/vm")
+	want := []action{{"create", "virtualmachineinstances", ""}, {"update", "virtualmachines", "status"}}
+	if diff := cmp.Diff(want, summarize(got)); diff != "" {
+		t.Fatalf("actions (-want +got):\n%s", diff)
+	}
+	vmi := got[0].(core.CreateAction).GetObject().(*v1.VirtualMachineInstance)
+	wantVMI := &v1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "vm", Namespace: "ns", Labels: map[string]string{"app": "x"}, Annotations: map[string]string{"a": "b"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: "vm", UID: "vm-uid",
+				Controller: ptrTrue(), BlockOwnerDeletion: ptrTrue()}},
+			Finalizers: []string{v1.VirtualMachineInstanceFinalizer},
+		},
+		Spec: v1.VirtualMachineInstanceSpec{Hostname: "guest"},
+	}
+	if diff := cmp.Diff(wantVMI, vmi); diff != "" {
+		t.Errorf("vmi (-want +got):\n%s", diff)
+	}
+	st := got[1].(core.UpdateAction).GetObject().(*v1.VirtualMachine).Status
+	if st.PrintableStatus != v1.VirtualMachineStatusStopped || st.RunStrategy != v1.RunStrategyAlways {
+		t.Errorf("status = %+v", st)
+	}
+}
+
+func ptrTrue() *bool { b := true; return &b }
+
+func TestSync_Actions(t *testing.T) {
+	owned := func(vmi *v1.VirtualMachineInstance) {
+		vmi.OwnerReferences = []metav1.OwnerReference{ownerRef(testVM(v1.RunStrategyAlways))}
+	}
+	tests := []struct {
+		name string
+		vm   *v1.VirtualMachine
+		vmi  *v1.VirtualMachineInstance
+		want []action
+	}{
+		{"halted deletes running vmi", testVM(v1.RunStrategyHalted), testVMI(v1.Running, owned),
+			[]action{{"delete", "virtualmachineinstances", ""}, {"update", "virtualmachines", "status"}}},
+		{"orphan adopted", testVM(v1.RunStrategyAlways), testVMI(v1.Running),
+			[]action{{"patch", "virtualmachineinstances", ""}}},
+		{"finalizer added", testVM(v1.RunStrategyHalted, func(vm *v1.VirtualMachine) { vm.Finalizers = nil }), nil,
+			[]action{{"update", "virtualmachines", ""}, {"update", "virtualmachines", "status"}}},
+		{"steady state writes nothing", testVM(v1.RunStrategyHalted, func(vm *v1.VirtualMachine) {
+			vm.Status = Plan(Observed{VM: testVM(v1.RunStrategyHalted), Now: t0}).Status
+		}), nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.addVM(tc.vm)
+			if tc.vmi != nil {
+				f.addVMI(tc.vmi)
+			}
+			if diff := cmp.Diff(tc.want, summarize(f.run("ns/vm"))); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSync_OrphanOfDeletedVMIsDeleted(t *testing.T) {
+	f := newFixture(t)
+	f.addVMI(testVMI(v1.Running, func(vmi *v1.VirtualMachineInstance) {
+		vmi.OwnerReferences = []metav1.OwnerReference{ownerRef(testVM(v1.RunStrategyAlways))}
+	}))
+	if diff := cmp.Diff([]action{{"delete", "virtualmachineinstances", ""}}, summarize(f.run("ns/vm"))); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+}
+
+func TestSync_BackoffRequeues(t *testing.T) {
+	f := newFixture(t)
+	f.addVM(testVM(v1.RunStrategyAlways, backoffUntil(7*time.Second, 1)))
+	if got := summarize(f.run("ns/vm")); len(got) != 1 || got[0].Subresource != "status" {
+		t.Fatalf("actions = %v, want only a status update", got)
+	}
+	if d := f.queue.after["ns/vm"]; d != 7*time.Second {
+		t.Errorf("requeued after %s, want 7s", d)
+	}
+}

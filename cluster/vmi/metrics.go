@@ -1,0 +1,42 @@
+package vmi
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+)
+
+// Metrics are the VMI controller's metrics.
+type Metrics struct {
+	phaseTransition *prometheus.HistogramVec
+}
+
+// NewMetrics creates the VMI metrics and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{phaseTransition: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kubevirt_vmi_phase_transition_time_from_creation_seconds",
+		Help:    "Seconds from a VMI's creation to its entering a phase.",
+		Buckets: []float64{0.5, 1, 2, 5, 10, 20, 30, 40, 50, 60, 90, 120, 180, 240, 300, 600, 1200, 1800, 3600},
+	}, []string{"phase"})}
+	if err := reg.Register(m.phaseTransition); err != nil {
+		return nil, fmt.Errorf("register vmi metrics: %w", err)
+	}
+	return m, nil
+}
+
+// ObservePhaseChange records the time from creation to the new phase when
+// a VMI's phase changed between old and cur (informer update).
+func (m *Metrics) ObservePhaseChange(old, cur *v1.VirtualMachineInstance) {
+	if m == nil || cur.Status.Phase == "" || old.Status.Phase == cur.Status.Phase {
+		return
+	}
+	for _, t := range cur.Status.PhaseTransitionTimestamps {
+		if t.Phase == cur.Status.Phase {
+			d := t.PhaseTransitionTimestamp.Sub(cur.CreationTimestamp.Time)
+			m.phaseTransition.WithLabelValues(string(cur.Status.Phase)).Observe(max(d.Seconds(), 0))
+			return
+		}
+	}
+}

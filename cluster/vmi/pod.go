@@ -1,0 +1,298 @@
+package vmi
+
+import (
+	"fmt"
+	"path"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+)
+
+// Paths and names of the launcher pod contract (docs/launcher-pod.md).
+const (
+	ComputeContainer = "compute"
+	SocketsVolume    = "sockets"
+	PrivateVolume    = "private"
+	BinVolume        = "nodevirt-bin"
+
+	SocketsDir  = "/var/run/nodevirt/sockets"
+	PrivateDir  = "/var/run/nodevirt/private"
+	BinDir      = "/var/run/nodevirt/bin"
+	SecretsDir  = "/var/run/nodevirt/secrets"
+	PVCsDir     = "/var/run/nodevirt/pvcs"
+	BlockDevDir = "/dev/nodevirt"
+
+	launcherBinary = "nodevirt-launcher"
+	// LauncherUID is the uid and gid every container of the pod runs as.
+	LauncherUID = 107
+	// GracePeriodExtra is added to the VMI's grace period for the pod, so
+	// the launcher can wait out the guest's grace period after SIGTERM.
+	GracePeriodExtra = 15
+
+	// ResourceKVM and ResourceTun are the node agent's device plugin resources.
+	ResourceKVM = corev1.ResourceName("devices.kubevirt.io/kvm")
+	ResourceTun = corev1.ResourceName("devices.kubevirt.io/tun")
+)
+
+// PodConfig is the cluster configuration that shapes launcher pods.
+type PodConfig struct {
+	// LauncherImage runs the compute container and the bin init container.
+	LauncherImage string
+	// LauncherPullPolicy defaults to IfNotPresent.
+	LauncherPullPolicy corev1.PullPolicy
+	// Emulation runs guests under TCG: no /dev/kvm request, a TCG cache in
+	// the overhead.
+	Emulation bool
+}
+
+// VolumeModes maps the claim names of a VMI's PVC volumes to their volume
+// mode (Filesystem when unset).
+type VolumeModes map[string]corev1.PersistentVolumeMode
+
+// RenderPod renders the launcher pod of vmi. It is pure.
+func RenderPod(vmi *v1.VirtualMachineInstance, cfg PodConfig, modes VolumeModes) (*corev1.Pod, error) {
+	vols, mounts, devices, err := podVolumes(vmi, modes)
+	if err != nil {
+		return nil, err
+	}
+	pull := cfg.LauncherPullPolicy
+	if pull == "" {
+		pull = corev1.PullIfNotPresent
+	}
+	labels := map[string]string{}
+	for k, v := range vmi.Labels {
+		labels[k] = v
+	}
+	labels[v1.AppLabel] = v1.LauncherAppValue
+	labels[v1.CreatedByLabel] = string(vmi.UID)
+	nodeSelector := map[string]string{}
+	for k, v := range vmi.Spec.NodeSelector {
+		nodeSelector[k] = v
+	}
+	nodeSelector[v1.SchedulableLabel] = "true"
+
+	binMount := corev1.VolumeMount{Name: BinVolume, MountPath: BinDir}
+	inits := []corev1.Container{{
+		Name:            "nodevirt-bin-init",
+		Image:           cfg.LauncherImage,
+		ImagePullPolicy: pull,
+		Command:         []string{launcherBinary, "install", path.Join(BinDir, launcherBinary)},
+		VolumeMounts:    []corev1.VolumeMount{binMount},
+		Resources:       tinyResources(),
+		SecurityContext: containerSecurity(),
+	}}
+	if kb := kernelBoot(vmi); kb != nil {
+		args := []string{path.Join(BinDir, launcherBinary), "copy", "--to", path.Join(PrivateDir, "kernel")}
+		if kb.KernelPath != "" {
+			args = append(args, kb.KernelPath+"=kernel")
+		}
+		if kb.InitrdPath != "" {
+			args = append(args, kb.InitrdPath+"=initrd")
+		}
+		inits = append(inits, corev1.Container{
+			Name:            "kernel-boot",
+			Image:           kb.Image,
+			ImagePullPolicy: kb.ImagePullPolicy,
+			Command:         args,
+			VolumeMounts:    []corev1.VolumeMount{binMount, {Name: PrivateVolume, MountPath: PrivateDir}},
+			Resources:       tinyResources(),
+			SecurityContext: containerSecurity(),
+		})
+	}
+
+	compute := corev1.Container{
+		Name:            ComputeContainer,
+		Image:           cfg.LauncherImage,
+		ImagePullPolicy: pull,
+		Command:         []string{launcherBinary, "run", "--sockets", SocketsDir, "--private", PrivateDir},
+		Env: []corev1.EnvVar{
+			{Name: "NODEVIRT_VMI_NAMESPACE", Value: vmi.Namespace},
+			{Name: "NODEVIRT_VMI_NAME", Value: vmi.Name},
+			{Name: "NODEVIRT_VMI_UID", Value: string(vmi.UID)},
+		},
+		Resources:       computeResources(&vmi.Spec, cfg.Emulation),
+		VolumeMounts:    append([]corev1.VolumeMount{{Name: SocketsVolume, MountPath: SocketsDir}, {Name: PrivateVolume, MountPath: PrivateDir}, binMount}, mounts...),
+		VolumeDevices:   devices,
+		SecurityContext: containerSecurity(),
+	}
+	containers := []corev1.Container{compute}
+	for _, vol := range vmi.Spec.Volumes {
+		if cd := vol.ContainerDisk; cd != nil {
+			containers = append(containers, corev1.Container{
+				Name:            "volume" + vol.Name,
+				Image:           cd.Image,
+				ImagePullPolicy: cd.ImagePullPolicy,
+				Command: []string{path.Join(BinDir, launcherBinary), "hold-disk", "--pid-file",
+					path.Join(SocketsDir, "disks", vol.Name+".pid")},
+				VolumeMounts:    []corev1.VolumeMount{binMount, {Name: SocketsVolume, MountPath: SocketsDir}},
+				Resources:       tinyResources(),
+				SecurityContext: containerSecurity(),
+			})
+		}
+	}
+
+	grace := v1.DefaultTerminationGracePeriodSeconds
+	if g := vmi.Spec.TerminationGracePeriodSeconds; g != nil {
+		grace = *g
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    "virt-launcher-" + vmi.Name + "-",
+			Namespace:       vmi.Namespace,
+			Labels:          labels,
+			Annotations:     map[string]string{v1.DomainAnnotation: vmi.Name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vmi, v1.SchemeGroupVersion.WithKind("VirtualMachineInstance"))},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			ShareProcessNamespace:         ptr.To(true),
+			TerminationGracePeriodSeconds: ptr.To(grace + GracePeriodExtra),
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			NodeSelector:                  nodeSelector,
+			Affinity:                      vmi.Spec.Affinity.DeepCopy(),
+			Tolerations:                   append([]corev1.Toleration(nil), vmi.Spec.Tolerations...),
+			Hostname:                      hostname(vmi),
+			Subdomain:                     vmi.Spec.Subdomain,
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsUser:    ptr.To[int64](LauncherUID),
+				RunAsGroup:   ptr.To[int64](LauncherUID),
+				FSGroup:      ptr.To[int64](LauncherUID),
+				RunAsNonRoot: ptr.To(true),
+			},
+			InitContainers: inits,
+			Containers:     containers,
+			Volumes: append([]corev1.Volume{
+				emptyDir(SocketsVolume), emptyDir(PrivateVolume), emptyDir(BinVolume),
+			}, vols...),
+		},
+	}
+	return pod, nil
+}
+
+// podVolumes renders the secret and PVC volumes and their compute mounts.
+func podVolumes(vmi *v1.VirtualMachineInstance, modes VolumeModes) ([]corev1.Volume, []corev1.VolumeMount, []corev1.VolumeDevice, error) {
+	var vols []corev1.Volume
+	var mounts []corev1.VolumeMount
+	var devices []corev1.VolumeDevice
+	for _, vol := range vmi.Spec.Volumes {
+		switch {
+		case vol.CloudInitNoCloud != nil:
+			v, m := secretVolumes(vol.Name, vol.CloudInitNoCloud)
+			vols, mounts = append(vols, v...), append(mounts, m...)
+		case vol.PersistentVolumeClaim != nil:
+			claim := vol.PersistentVolumeClaim
+			mode, ok := modes[claim.ClaimName]
+			if !ok {
+				return nil, nil, nil, fmt.Errorf("volume %q: %w: %s", vol.Name, ErrPVCNotFound, claim.ClaimName)
+			}
+			name := vol.Name + "-pvc"
+			vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim.ClaimName, ReadOnly: claim.ReadOnly},
+			}})
+			if mode == corev1.PersistentVolumeBlock {
+				devices = append(devices, corev1.VolumeDevice{Name: name, DevicePath: path.Join(BlockDevDir, vol.Name)})
+			} else {
+				mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: path.Join(PVCsDir, vol.Name), ReadOnly: claim.ReadOnly})
+			}
+		}
+	}
+	return vols, mounts, devices, nil
+}
+
+// secretVolumes renders a cloud-init volume's secrets: the user-data
+// secret (or, alone, the network-data secret) as <volume>-secret at
+// secrets/<volume>; a network-data secret different from the user-data one
+// as <volume>-netsecret at secrets/<volume>-networkdata.
+func secretVolumes(name string, ci *v1.CloudInitNoCloudSource) ([]corev1.Volume, []corev1.VolumeMount) {
+	var vols []corev1.Volume
+	var mounts []corev1.VolumeMount
+	add := func(volName, dir, secret string) {
+		vols = append(vols, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: secret},
+		}})
+		mounts = append(mounts, corev1.VolumeMount{Name: volName, MountPath: path.Join(SecretsDir, dir), ReadOnly: true})
+	}
+	user, network := ci.SecretRef, ci.NetworkDataSecretRef
+	switch {
+	case user != nil:
+		add(name+"-secret", name, user.Name)
+		if network != nil && network.Name != user.Name {
+			add(name+"-netsecret", name+"-networkdata", network.Name)
+		}
+	case network != nil:
+		add(name+"-secret", name, network.Name)
+	}
+	return vols, mounts
+}
+
+// computeResources: memory request = guest + overhead (no overhead with
+// overcommitGuestOverhead), cpu request = vCPUs ÷ 10 unless the VMI asks,
+// the VMI's limits (memory limit + overhead), and the device resources.
+func computeResources(spec *v1.VirtualMachineInstanceSpec, emulation bool) corev1.ResourceRequirements {
+	req := corev1.ResourceList{}
+	lim := corev1.ResourceList{}
+	for k, v := range spec.Domain.Resources.Requests {
+		req[k] = v.DeepCopy()
+	}
+	for k, v := range spec.Domain.Resources.Limits {
+		lim[k] = v.DeepCopy()
+	}
+	overhead := Overhead(spec, emulation)
+	mem := guestMemory(spec)
+	if q, ok := req[corev1.ResourceMemory]; ok {
+		mem = q
+	}
+	if !spec.Domain.Resources.OvercommitGuestOverhead {
+		mem.Add(*overhead)
+	}
+	req[corev1.ResourceMemory] = mem
+	if q, ok := lim[corev1.ResourceMemory]; ok {
+		q.Add(*overhead)
+		lim[corev1.ResourceMemory] = q
+	}
+	if _, ok := req[corev1.ResourceCPU]; !ok {
+		req[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(vcpus(spec))*100, resource.DecimalSI)
+	}
+	one := resource.MustParse("1")
+	if !emulation {
+		req[ResourceKVM], lim[ResourceKVM] = one, one
+	}
+	if len(nics(spec)) > 0 {
+		req[ResourceTun], lim[ResourceTun] = one, one
+	}
+	return corev1.ResourceRequirements{Requests: req, Limits: lim}
+}
+
+func tinyResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("10m"),
+		corev1.ResourceMemory: resource.MustParse("16Mi"),
+	}}
+}
+
+func containerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+func emptyDir(name string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+}
+
+func kernelBoot(vmi *v1.VirtualMachineInstance) *v1.KernelBootContainer {
+	if fw := vmi.Spec.Domain.Firmware; fw != nil && fw.KernelBoot != nil {
+		return fw.KernelBoot.Container
+	}
+	return nil
+}
+
+func hostname(vmi *v1.VirtualMachineInstance) string {
+	return vmi.Spec.Hostname
+}

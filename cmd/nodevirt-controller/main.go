@@ -1,0 +1,73 @@
+// Command nodevirt-controller is nodevirt's cluster controller: VM → VMI →
+// launcher pod, node heartbeats; leader-elected (see cluster/controller).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
+	"github.com/nodevirt/nodevirt/cluster/controller"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "nodevirt-controller:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	cfg := controller.DefaultConfig()
+	host, _ := os.Hostname()
+	cfg.Identity = fmt.Sprintf("%s_%d", host, os.Getpid())
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file (default: in-cluster config)")
+	flag.StringVar(&cfg.Namespace, "namespace", cfg.Namespace, "namespace of the lease and the nodevirt-config ConfigMap")
+	flag.StringVar(&cfg.LeaseName, "lease-name", cfg.LeaseName, "leader election Lease name")
+	flag.StringVar(&cfg.Identity, "identity", cfg.Identity, "this replica's leader election identity")
+	flag.DurationVar(&cfg.LeaseDuration, "lease-duration", cfg.LeaseDuration, "leader lease duration")
+	flag.DurationVar(&cfg.RenewDeadline, "renew-deadline", cfg.RenewDeadline, "leader renew deadline")
+	flag.DurationVar(&cfg.RetryPeriod, "retry-period", cfg.RetryPeriod, "leader election retry period")
+	flag.StringVar(&cfg.ListenAddr, "listen", cfg.ListenAddr, "address serving /healthz and /metrics (empty: off)")
+	flag.IntVar(&cfg.Workers, "workers", cfg.Workers, "workers per controller")
+	flag.StringVar(&cfg.ConfigMapName, "configmap", cfg.ConfigMapName, "ConfigMap overriding launcher image, emulation and heartbeat threshold (empty: none)")
+	flag.StringVar(&cfg.LauncherImage, "launcher-image", cfg.LauncherImage, "image of the launcher pods' compute container")
+	flag.BoolVar(&cfg.Emulation, "use-emulation", cfg.Emulation, "run VMs under TCG emulation (no devices.kubevirt.io/kvm request)")
+	flag.DurationVar(&cfg.HeartbeatThreshold, "heartbeat-threshold", cfg.HeartbeatThreshold, "node heartbeat age after which the node is unresponsive")
+	flag.DurationVar(&cfg.HeartbeatRecheck, "heartbeat-recheck", cfg.HeartbeatRecheck, "how often a stale node is checked again")
+	flag.Parse()
+
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	klog.SetSlogLogger(log)
+
+	rc, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	rc.QPS, rc.Burst = 200, 400
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	kv, err := versioned.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return controller.Run(ctx, cfg, controller.Deps{Kube: kube, Kubevirt: kv, Log: log, Registry: reg})
+}
