@@ -98,3 +98,17 @@ func CheckVolumeName(name string) error {
 	}
 	return nil
 }
+
+// Validate checks that Sockets and Private are set and that every set
+// directory is a clean absolute path.
+func (p Paths) Validate() error {
+	if p.Sockets == "" || p.Private == "" {
+		return fmt.Errorf("pod paths: sockets and private directories are required")
+	}
+	for _, d := range []string{p.Sockets, p.Private, p.PVCs, p.Secrets, p.Block} {
+		if d != "" && (!filepath.IsAbs(d) || filepath.Clean(d) != d) {
+			return fmt.Errorf("pod path %q is not a clean absolute path", d)
+		}
+	}
+	return nil
+}

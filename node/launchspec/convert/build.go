@@ -14,6 +14,9 @@ func Build(in Input) (launchspec.Spec, error) {
 	if in.VMI == nil {
 		return launchspec.Spec{}, fmt.Errorf("%w: no VMI", ErrInvalid)
 	}
+	if err := in.Paths.Validate(); err != nil {
+		return launchspec.Spec{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	b := &builder{in: in, vmi: in.VMI}
 	steps := []struct {
 		name string

@@ -30,11 +30,12 @@ func (b *builder) add(args ...string) { b.args = append(b.args, args...) }
 func (b *builder) device(obj map[string]any) { b.add("-device", jsonArg(obj)) }
 
 func (b *builder) identity() error {
-	if _, err := uuid.Parse(string(b.vmi.UID)); err != nil {
+	id, err := uuid.Parse(string(b.vmi.UID))
+	if err != nil {
 		return fmt.Errorf("%w: metadata.uid %q is not a UUID", ErrInvalid, b.vmi.UID)
 	}
 	b.add("-name", "guest="+escape(b.vmi.Namespace+"_"+b.vmi.Name)+",debug-threads=on",
-		"-uuid", string(b.vmi.UID),
+		"-uuid", id.String(),
 		"-nodefaults", "-no-user-config", "-display", "none")
 	s := b.vmi.Spec.StartStrategy
 	if b.in.StartPaused || (s != nil && *s == v1.StartStrategyPaused) {
