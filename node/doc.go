@@ -14,14 +14,14 @@
 // the kubevirt.io/nodeName label set, finalizer added). From there the agent
 // of that node owns status.phase:
 //
-//	                 QEMU runs the guest
-//	  Scheduled ─────────────────────────────▶ Running ──┐
-//	     │                                        │      │ guest powers off
-//	     │ launch fails, launcher lost            │      ▼ (QEMU exit 0 after
-//	     │                                        │   Succeeded  a guest SHUTDOWN)
-//	     ▼                                        │
-//	   Failed ◀───────────────────────────────────┘
-//	            QEMU crashed/killed, launcher or pod gone
+//	               QEMU runs the guest
+//	Scheduled ─────────────────────────────▶ Running ──┐
+//	   │                                        │      │ guest powers off
+//	   │ launch fails, launcher lost            │      ▼ (QEMU exit 0 after
+//	   │                                        │   Succeeded  a guest SHUTDOWN)
+//	   ▼                                        │
+//	 Failed ◀───────────────────────────────────┘
+//	          QEMU crashed/killed, launcher or pod gone
 //
 // Paused is not a phase: a paused VMI is Running with Paused=True and
 // Ready=False. Succeeded and Failed are final. Each transition appends a

@@ -39,9 +39,7 @@ type Deps struct {
 	Store *store.DB
 	// KVM is the node's KVM verdict (convert.DetectKVM).
 	KVM convert.KVM
-	// CloudInit writes NoCloud ISOs; nil refuses VMIs with cloud-init.
-	CloudInit CloudInitWriter
-	Log       *slog.Logger
+	Log *slog.Logger
 }
 
 // Agent is the node agent. Create it with New and start it with Run.

@@ -32,7 +32,7 @@ func (a *Agent) apply(ctx context.Context, act ActionKind, o *Observation) error
 	case ActEnsureNetwork:
 		return a.ensureNetwork(ctx, o)
 	case ActWriteCloudInit:
-		return a.writeCloudInit(ctx, o.VMI, a.pod(o))
+		return writeCloudInit(o.VMI, a.pod(o))
 	case ActLaunch:
 		return a.launch(ctx, o)
 	case ActAttach:

@@ -1,20 +1,14 @@
 package agent
 
 import (
-	"context"
 	"fmt"
+	"io/fs"
 	"os"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/node/cloudinit"
 	"github.com/nodevirt/nodevirt/node/podfs"
 )
-
-// CloudInitWriter writes the NoCloud ISO of one cloudInitNoCloud volume to
-// isoPath (on the host), reading secretRef data from secretDir (the pod's
-// secret volume on the host), owned by uid:gid.
-type CloudInitWriter interface {
-	WriteISO(ctx context.Context, vmi *v1.VirtualMachineInstance, volume, isoPath, secretDir string, uid, gid int) error
-}
 
 // cloudInitVolumes returns the names of the VMI's cloudInitNoCloud volumes.
 func cloudInitVolumes(vmi *v1.VirtualMachineInstance) []string {
@@ -37,19 +31,31 @@ func needsCloudInit(vmi *v1.VirtualMachineInstance, pod podfs.Pod) bool {
 	return false
 }
 
-// writeCloudInit writes every missing ISO of the VMI.
-func (a *Agent) writeCloudInit(ctx context.Context, vmi *v1.VirtualMachineInstance, pod podfs.Pod) error {
-	if a.deps.CloudInit == nil {
-		return fmt.Errorf("VMI %s/%s: cloudInitNoCloud is not supported by this agent (no writer)", vmi.Namespace, vmi.Name)
-	}
+// writeCloudInit writes every missing NoCloud ISO of the VMI into the pod's
+// private emptyDir, owned by the QEMU user, reading secretRef data from the
+// pod's secret volume on the host.
+func writeCloudInit(vmi *v1.VirtualMachineInstance, pod podfs.Pod) error {
 	for _, v := range cloudInitVolumes(vmi) {
 		iso := pod.CloudInitISO(v)
 		if _, err := os.Stat(iso); err == nil {
 			continue
 		}
-		if err := a.deps.CloudInit.WriteISO(ctx, vmi, v, iso, pod.SecretDir(v), qemuUID, qemuGID); err != nil {
-			return fmt.Errorf("VMI %s/%s: cloud-init volume %q: %w", vmi.Namespace, vmi.Name, v, err)
+		var secrets fs.FS
+		if dir := pod.SecretDir(v); dirExists(dir) {
+			secrets = os.DirFS(dir)
+		}
+		cfg, err := cloudinit.NewConfig(vmi, v, secrets)
+		if err != nil {
+			return err
+		}
+		if err := cloudinit.WriteFile(iso, cfg, qemuUID, qemuGID); err != nil {
+			return fmt.Errorf("VMI %s/%s: %w", vmi.Namespace, vmi.Name, err)
 		}
 	}
 	return nil
+}
+
+func dirExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }
