@@ -56,6 +56,7 @@ type Agent struct {
 	mu      sync.Mutex
 	domains map[string]*domain // by VMI UID
 	now     func() time.Time
+	started time.Time
 }
 
 // New validates cfg and returns an agent.
@@ -149,6 +150,7 @@ func (a *Agent) enqueue(uid string) { a.queue.Add(uid) }
 // Run starts the informers and workers and blocks until ctx ends. Running
 // QEMUs are left alone when it returns: a restarted agent re-attaches.
 func (a *Agent) Run(ctx context.Context) error {
+	a.started = time.Now()
 	defer a.queue.ShutDown()
 	defer a.closeDomains()
 	a.recorder = a.newRecorder(ctx)

@@ -181,6 +181,8 @@ func (a *Agent) attach(ctx context.Context, o *Observation) error {
 		return err
 	}
 	o.Runtime.QEMUAlive = true
+	a.log.Info("domain attached", "vmi", o.name(), "uid", o.UID, "pid", proc.PID,
+		"reattached", proc == o.Record.Process, "sinceStart", time.Since(a.started).Seconds())
 	if proc == o.Record.Process {
 		return nil // re-attached to the same QEMU: nothing to write
 	}

@@ -29,6 +29,7 @@ type domain struct {
 	conn      *qmp.Conn
 	runState  string
 	agentOK   bool
+	probed    bool
 	osInfo    v1.VirtualMachineInstanceGuestOSInfo
 	netReady  bool
 	stopDHCP  context.CancelFunc
@@ -44,6 +45,7 @@ func (d *domain) view() RuntimeView {
 		RunState:       d.runState,
 		NetworkReady:   d.netReady,
 		AgentConnected: d.agentOK,
+		AgentProbed:    d.probed,
 	}
 }
 
@@ -193,19 +195,19 @@ func (d *domain) watchGuestAgent(ctx context.Context, path string) {
 }
 
 func (d *domain) setAgent(ok bool, info qmp.OSInfo) {
-	os := v1.VirtualMachineInstanceGuestOSInfo{}
+	gi := v1.VirtualMachineInstanceGuestOSInfo{}
 	if ok {
-		os = v1.VirtualMachineInstanceGuestOSInfo{
+		gi = v1.VirtualMachineInstanceGuestOSInfo{
 			Name: info.Name, KernelRelease: info.KernelRelease, Version: info.Version,
 			PrettyName: info.PrettyName, VersionID: info.VersionID,
 			KernelVersion: info.KernelVersion, Machine: info.Machine, ID: info.ID,
 		}
 	}
 	d.mu.Lock()
-	changed := d.agentOK != ok || (ok && d.osInfo != os)
-	d.agentOK = ok
+	changed := !d.probed || d.agentOK != ok || (ok && d.osInfo != gi)
+	d.agentOK, d.probed = ok, true
 	if ok {
-		d.osInfo = os
+		d.osInfo = gi
 	}
 	d.mu.Unlock()
 	if changed {
@@ -267,5 +269,5 @@ func (d *domain) close() {
 		d.conn.Close()
 		d.conn = nil
 	}
-	d.netReady, d.agentOK, d.runState = false, false, ""
+	d.netReady, d.agentOK, d.probed, d.runState = false, false, false, ""
 }

@@ -3,6 +3,8 @@ package agent
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/node/launcher"
 	"github.com/nodevirt/nodevirt/node/status"
@@ -60,6 +62,10 @@ func facts(o *Observation) (status.Facts, bool) {
 		AgentConnected: o.Runtime.AgentConnected,
 		Now:            o.Now,
 	}
+	if !o.Runtime.AgentProbed && o.VMI != nil {
+		// Not probed since (re-)attach: keep what the status says.
+		f.AgentConnected = conditionTrue(o.VMI, v1.VirtualMachineInstanceAgentConnected)
+	}
 	if d == status.DomainUnknown && !f.PodMissing && !f.PodTerminating {
 		return f, false
 	}
@@ -101,4 +107,13 @@ func statusInterfaces(ifs []store.Interface) []v1.VirtualMachineInstanceNetworkI
 		out = append(out, s)
 	}
 	return out
+}
+
+func conditionTrue(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceConditionType) bool {
+	for _, c := range vmi.Status.Conditions {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

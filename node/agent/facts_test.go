@@ -39,6 +39,21 @@ func TestFacts_Domain(t *testing.T) {
 	}
 }
 
+func TestFacts_AgentConnectedKeptUntilProbed(t *testing.T) {
+	o := obs(v1.Running, withQEMU, func(o *Observation) {
+		o.VMI.Status.Conditions = []v1.VirtualMachineInstanceCondition{
+			{Type: v1.VirtualMachineInstanceAgentConnected, Status: "True"},
+		}
+	})
+	if f, _ := facts(o); !f.AgentConnected {
+		t.Errorf("before the first probe AgentConnected = false, want the status' true")
+	}
+	o.Runtime.AgentProbed = true
+	if f, _ := facts(o); f.AgentConnected {
+		t.Errorf("after a failed probe AgentConnected = true, want false")
+	}
+}
+
 func TestFacts_BridgeNotMigratable(t *testing.T) {
 	o := obs(v1.Running, withQEMU, func(o *Observation) {
 		o.Record.Interfaces = []store.Interface{{

@@ -33,6 +33,9 @@ type RuntimeView struct {
 	RunState       string // QMP run state, e.g. "running", "paused", "shutdown"
 	NetworkReady   bool   // netsetup.Ensure done and DHCP served in this process
 	AgentConnected bool
+	// AgentProbed: the guest agent was probed at least once since attach;
+	// until then AgentConnected means nothing and the status keeps its value.
+	AgentProbed bool
 	// QEMUAlive reports whether the recorded QEMU process (pid and start
 	// time) still exists on the host.
 	QEMUAlive bool
