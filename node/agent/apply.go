@@ -109,7 +109,7 @@ func (a *Agent) allocateNetwork(ctx context.Context, o *Observation) error {
 // ensureNetwork builds the network in the pod netns (found through the
 // launcher's pid, or QEMU's) and (re)starts the DHCP servers.
 func (a *Agent) ensureNetwork(ctx context.Context, o *Observation) error {
-	pid, err := launcher.PeerPID(ctx, o.Record.Sockets.Launcher)
+	pid, err := launcherPID(ctx, o.Record.Sockets.Launcher)
 	if err != nil {
 		if !alive(o.Record.Process) {
 			return fmt.Errorf("find the pod netns: %w", err)
@@ -167,7 +167,10 @@ func (a *Agent) launch(ctx context.Context, o *Observation) error {
 	}, a.event("Launching", "spec "+spec.Hash)); err != nil {
 		return err
 	}
-	_, err = launcher.NewClient(o.Record.Sockets.Launcher).Launch(ctx, spec)
+	err = withSocketPath(o.Record.Sockets.Launcher, func(short string) error {
+		_, err := launcher.NewClient(short).Launch(ctx, spec)
+		return err
+	})
 	if errors.Is(err, launcher.ErrConflict) {
 		return fmt.Errorf("launcher already runs another spec: %w", err)
 	}
@@ -262,7 +265,7 @@ type qmpConn interface {
 func (a *Agent) release(ctx context.Context, o *Observation) error {
 	a.dropDomain(o.UID)
 	if o.VMI != nil && len(o.Record.Interfaces) > 0 {
-		pid, err := launcher.PeerPID(ctx, o.Record.Sockets.Launcher)
+		pid, err := launcherPID(ctx, o.Record.Sockets.Launcher)
 		if err != nil && alive(o.Record.Process) {
 			pid, err = o.Record.Process.PID, nil
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"sync"
 	"time"
 
@@ -59,12 +58,11 @@ func (d *domain) qmpConn() *qmp.Conn {
 // attach connects to QEMU's QMP socket, learns QEMU's host pid through
 // SO_PEERCRED and starts the watchers. It returns QEMU's process identity.
 func (d *domain) attach(ctx context.Context, qmpPath, qgaPath string) (store.Process, error) {
-	var dialer net.Dialer
-	nc, err := dialer.DialContext(ctx, "unix", qmpPath)
+	nc, err := dialUnix(ctx, qmpPath)
 	if err != nil {
-		return store.Process{}, fmt.Errorf("attach QMP %s: %w", qmpPath, err)
+		return store.Process{}, fmt.Errorf("attach QMP: %w", err)
 	}
-	pid, err := peerPID(nc.(*net.UnixConn))
+	pid, err := peerPID(nc)
 	if err != nil {
 		nc.Close()
 		return store.Process{}, fmt.Errorf("attach QMP %s: %w", qmpPath, err)
@@ -171,12 +169,12 @@ func (d *domain) watchGuestAgent(ctx context.Context, path string) {
 		t.Reset(period)
 		if ga == nil {
 			dctx, cancel := context.WithTimeout(ctx, time.Second)
-			a, err := qmp.DialAgent(dctx, path)
+			nc, err := dialUnix(dctx, path)
 			cancel()
 			if err != nil {
 				continue
 			}
-			ga = a
+			ga = qmp.NewAgent(nc, path)
 		}
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		err := ga.Ping(pctx)

@@ -82,6 +82,14 @@ func newHarness(t *testing.T) *harness {
 	h.virt = versioned.NewForConfigOrDie(env.Config)
 	h.kube = kubernetes.NewForConfigOrDie(env.Config)
 	dir := t.TempDir()
+	if os.Getenv("NODEVIRT_AGENT_TEST_KEEP") != "" {
+		// Debugging: keep logs and the store after the test.
+		var err error
+		if dir, err = os.MkdirTemp("", "agent-test-"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("keeping %s", dir)
+	}
 	h.bin, h.root, h.db = filepath.Join(dir, "bin"), filepath.Join(dir, "kubelet"), filepath.Join(dir, "agent.db")
 	h.agentLog = filepath.Join(dir, "agent.log")
 	h.build()
@@ -89,6 +97,11 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.stopAgent)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("agent log tail:\n%s", tail(h.agentLog, 80))
+		}
+	})
 	return h
 }
 
@@ -107,11 +120,11 @@ func (h *harness) build() {
 }
 
 // startAgent starts the agent process; its log is appended to agentLog.
-func (h *harness) startAgent() time.Time {
-	h.t.Helper()
+func (h *harness) startAgent(t *testing.T) time.Time {
+	t.Helper()
 	logf, err := os.OpenFile(h.agentLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer logf.Close()
 	cmd := exec.Command(filepath.Join(h.bin, "nodevirt-agent"),
@@ -120,7 +133,7 @@ func (h *harness) startAgent() time.Time {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
 	h.mu.Lock()
 	h.agent = cmd
@@ -192,8 +205,7 @@ type vm struct {
 // createVM plays the controller and the kubelet: a Scheduled VMI with the
 // finalizer and node label, a Pod object, the pod directory, a netns (with
 // a NIC), and the launcher process started in it.
-func (h *harness) createVM(name string, o vmOpts) *vm {
-	t := h.t
+func (h *harness) createVM(t *testing.T, name string, o vmOpts) *vm {
 	t.Helper()
 	vmi := testVMI(h.ns, name, o)
 	var err error
@@ -224,7 +236,7 @@ func (h *harness) createVM(name string, o vmOpts) *vm {
 		v.netns = "nvt-" + string(vmi.UID)[:8]
 		makePodNetns(t, v.netns)
 	}
-	v.startLauncher()
+	v.startLauncher(t)
 	v.serial = watchSerial(t, v.pod.Socket(podfs.SerialSocket))
 
 	vmi.Status = v1.VirtualMachineInstanceStatus{
@@ -344,8 +356,7 @@ exec "$@"`
 // startLauncher starts the launcher like the kubelet would start the
 // compute container: in the pod's netns (when it has one) and mount view.
 // Its process group (the launcher and QEMU) is killed in t.Cleanup.
-func (v *vm) startLauncher() {
-	t := v.h.t
+func (v *vm) startLauncher(t *testing.T) {
 	var argv []string
 	if v.netns != "" {
 		argv = append(argv, "ip", "netns", "exec", v.netns)
@@ -366,6 +377,11 @@ func (v *vm) startLauncher() {
 		t.Fatal(err)
 	}
 	v.launcher = cmd
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("launcher %s log tail:\n%s", v.name, tail(logf.Name(), 30))
+		}
+	})
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
@@ -378,14 +394,45 @@ func (v *vm) startLauncher() {
 func (v *vm) launcherStatus() (launcher.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	return launcher.NewClient(v.pod.Socket(podfs.LauncherSocket)).Status(ctx)
+	var st launcher.Status
+	err := withShortPath(v.pod.Socket(podfs.LauncherSocket), func(p string) error {
+		var err error
+		st, err = launcher.NewClient(p).Status(ctx)
+		return err
+	})
+	return st, err
+}
+
+// withShortPath calls fn with a path to the socket at path that fits in
+// sun_path (108 bytes), through /proc/self/fd/<dir fd>/<name>: kubelet pod
+// paths are longer than that.
+func withShortPath(path string, fn func(string) error) error {
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return fn(fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), filepath.Base(path)))
+}
+
+// dial connects to the unix socket at path.
+func dial(ctx context.Context, path string) (net.Conn, error) {
+	var c net.Conn
+	err := withShortPath(path, func(p string) error {
+		var d net.Dialer
+		var err error
+		c, err = d.DialContext(ctx, "unix", p)
+		return err
+	})
+	return c, err
 }
 
 // qemuPID is QEMU's host pid, from SO_PEERCRED on its QMP socket.
-func (v *vm) qemuPID() int {
+func (v *vm) qemuPID(t *testing.T) int {
+	t.Helper()
 	st, err := v.launcherStatus()
 	if err != nil || st.State != launcher.StateRunning {
-		v.h.t.Fatalf("VM %s: launcher status %+v, %v", v.name, st, err)
+		t.Fatalf("VM %s: launcher status %+v, %v", v.name, st, err)
 	}
 	return st.QEMUPid
 }
@@ -414,10 +461,10 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 }
 
 // waitPhase waits until the VMI reaches phase.
-func (v *vm) waitPhase(phase v1.VirtualMachineInstancePhase, timeout time.Duration) *v1.VirtualMachineInstance {
-	v.h.t.Helper()
+func (v *vm) waitPhase(t *testing.T, phase v1.VirtualMachineInstancePhase, timeout time.Duration) *v1.VirtualMachineInstance {
+	t.Helper()
 	var last *v1.VirtualMachineInstance
-	waitFor(v.h.t, timeout, fmt.Sprintf("VMI %s phase %s", v.name, phase), func() bool {
+	waitFor(t, timeout, fmt.Sprintf("VMI %s phase %s", v.name, phase), func() bool {
 		last = v.get()
 		return last != nil && last.Status.Phase == phase
 	})
@@ -443,7 +490,7 @@ func watchSerial(t *testing.T, path string) *serialLog {
 		var c net.Conn
 		for c == nil {
 			var err error
-			if c, err = net.Dial("unix", path); err != nil {
+			if c, err = dial(ctx, path); err != nil {
 				c = nil
 				select {
 				case <-ctx.Done():
@@ -483,8 +530,8 @@ func (s *serialLog) String() string {
 }
 
 // waitSerial waits for a serial line starting with prefix.
-func (v *vm) waitSerial(prefix string, timeout time.Duration) string {
-	v.h.t.Helper()
+func (v *vm) waitSerial(t *testing.T, prefix string, timeout time.Duration) string {
+	t.Helper()
 	var l string
 	start := time.Now()
 	for {
@@ -493,7 +540,7 @@ func (v *vm) waitSerial(prefix string, timeout time.Duration) string {
 			return l
 		}
 		if time.Since(start) > timeout {
-			v.h.t.Fatalf("VM %s: no %q on the serial console after %v; console:\n%s", v.name, prefix, timeout, v.serial)
+			t.Fatalf("VM %s: no %q on the serial console after %v; console:\n%s", v.name, prefix, timeout, v.serial)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -522,4 +569,14 @@ func (h *harness) agentLogSize() int64 {
 		return 0
 	}
 	return st.Size()
+}
+
+// tail returns the last n lines of a file.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

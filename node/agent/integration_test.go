@@ -30,44 +30,44 @@ import (
 // (it starts the launchers).
 func TestAgent_Integration(t *testing.T) {
 	h := newHarness(t)
-	h.startAgent()
+	h.startAgent(t)
 
-	masq := h.createVM("masq", vmOpts{binding: "masquerade", userData: "#!/bin/sh\necho hello-from-userdata\n"})
-	bridge := h.createVM("bridge", vmOpts{binding: "bridge"})
-	plain := h.createVM("plain", vmOpts{})
+	masq := h.createVM(t, "masq", vmOpts{binding: "masquerade", userData: "#!/bin/sh\necho hello-from-userdata\n"})
+	bridge := h.createVM(t, "bridge", vmOpts{binding: "bridge"})
+	plain := h.createVM(t, "plain", vmOpts{})
 	vms := []*vm{masq, bridge, plain}
 
 	t.Run("ScheduledBecomesRunning", func(t *testing.T) {
 		for _, v := range vms {
-			v.waitPhase(v1.Running, 60*time.Second)
+			v.waitPhase(t, v1.Running, 60*time.Second)
 			t.Logf("VM %s Running after %v", v.name, time.Since(v.created).Round(time.Millisecond))
 		}
 		for _, v := range vms {
-			v.waitSerial("NODEVIRT-GUEST-READY", 90*time.Second)
+			v.waitSerial(t, "NODEVIRT-GUEST-READY", 90*time.Second)
 		}
-		got := masq.waitPhase(v1.Running, time.Second)
+		got := masq.waitPhase(t, v1.Running, time.Second)
 		wantCond(t, got, v1.VirtualMachineInstanceReady, corev1.ConditionTrue, "")
 		wantCond(t, got, v1.VirtualMachineInstanceIsMigratable, corev1.ConditionTrue, "")
 		if len(got.Status.Interfaces) != 1 || got.Status.Interfaces[0].IPAddress != "10.244.0.5" || got.Status.Interfaces[0].MAC == "" {
 			t.Errorf("masq status.interfaces = %+v, want one with the pod IP 10.244.0.5 and a MAC", got.Status.Interfaces)
 		}
 		wantCond(t, bridge.get(), v1.VirtualMachineInstanceIsMigratable, corev1.ConditionFalse, netsetup.ReasonInterfaceNotLiveMigratable)
-		h.wantEvent(masq, corev1.EventTypeNormal, "Started")
+		h.wantEvent(t, masq, corev1.EventTypeNormal, "Started")
 	})
 
 	t.Run("GuestNetworkAndCloudInit", func(t *testing.T) {
-		if l := masq.waitSerial("NODEVIRT-GUEST-DHCP", 60*time.Second); l != "NODEVIRT-GUEST-DHCP ip=10.0.2.2/24 gw=10.0.2.1" {
+		if l := masq.waitSerial(t, "NODEVIRT-GUEST-DHCP", 60*time.Second); l != "NODEVIRT-GUEST-DHCP ip=10.0.2.2/24 gw=10.0.2.1" {
 			t.Errorf("masquerade guest: %q", l)
 		}
-		if l := bridge.waitSerial("NODEVIRT-GUEST-DHCP", 60*time.Second); l != "NODEVIRT-GUEST-DHCP ip=10.244.0.5/24 gw=10.244.0.1" {
+		if l := bridge.waitSerial(t, "NODEVIRT-GUEST-DHCP", 60*time.Second); l != "NODEVIRT-GUEST-DHCP ip=10.244.0.5/24 gw=10.244.0.1" {
 			t.Errorf("bridge guest: %q", l)
 		}
 		for _, v := range []*vm{masq, bridge} {
-			if l := v.waitSerial("NODEVIRT-GUEST-GW", 60*time.Second); l != "NODEVIRT-GUEST-GW-OK" {
+			if l := v.waitSerial(t, "NODEVIRT-GUEST-GW", 60*time.Second); l != "NODEVIRT-GUEST-GW-OK" {
 				t.Errorf("VM %s: %q", v.name, l)
 			}
 		}
-		masq.waitSerial("NODEVIRT-USERDATA-END", 60*time.Second)
+		masq.waitSerial(t, "NODEVIRT-USERDATA-END", 60*time.Second)
 		if _, ok := masq.serial.line("hello-from-userdata"); !ok {
 			t.Errorf("user-data output missing; console:\n%s", masq.serial)
 		}
@@ -90,7 +90,7 @@ func TestAgent_Integration(t *testing.T) {
 		}
 		before := map[string]snapshot{}
 		for _, v := range vms {
-			before[v.name] = snapshot{pid: v.qemuPID(), status: v.get().Status}
+			before[v.name] = snapshot{pid: v.qemuPID(t), status: v.get().Status}
 		}
 		var adopt, dhcp []time.Duration
 		for i := range 10 {
@@ -105,7 +105,7 @@ func TestAgent_Integration(t *testing.T) {
 				before[v.name] = s
 			}
 			off := h.agentLogSize()
-			start := h.startAgent()
+			start := h.startAgent(t)
 			adopt = append(adopt, waitFor(t, 20*time.Second, "re-adoption of every VM", func() bool {
 				return len(h.agentLogLines(off, "domain attached")) >= len(vms)
 			}))
@@ -114,7 +114,7 @@ func TestAgent_Integration(t *testing.T) {
 				dhcp = append(dhcp, time.Since(start))
 			}
 			for _, v := range vms {
-				if pid := v.qemuPID(); pid != before[v.name].pid {
+				if pid := v.qemuPID(t); pid != before[v.name].pid {
 					t.Fatalf("kill %d: VM %s QEMU pid %d, was %d", i, v.name, pid, before[v.name].pid)
 				}
 			}
@@ -132,14 +132,14 @@ func TestAgent_Integration(t *testing.T) {
 	})
 
 	t.Run("KilledQEMUFails", func(t *testing.T) {
-		pid := plain.qemuPID()
+		pid := plain.qemuPID(t)
 		killed := time.Now()
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		plain.waitPhase(v1.Failed, 10*time.Second)
+		plain.waitPhase(t, v1.Failed, 10*time.Second)
 		t.Logf("SIGKILLed QEMU → Failed in %v", time.Since(killed).Round(time.Millisecond))
-		h.wantEvent(plain, corev1.EventTypeWarning, "Stopped")
+		h.wantEvent(t, plain, corev1.EventTypeWarning, "Stopped")
 	})
 
 	t.Run("DeleteShutsDownGuest", func(t *testing.T) {
@@ -147,7 +147,7 @@ func TestAgent_Integration(t *testing.T) {
 		if !slices.Contains(phases, v1.Succeeded) {
 			t.Errorf("phases seen while deleting: %v, want Succeeded", phases)
 		}
-		masq.waitSerial("NODEVIRT-GUEST-POWERDOWN", time.Second)
+		masq.waitSerial(t, "NODEVIRT-GUEST-POWERDOWN", time.Second)
 		b, err := os.ReadFile(masq.pod.Socket(podfs.ExitFile))
 		if err != nil || !strings.Contains(string(b), `"guestShutdown":true`) {
 			t.Errorf("qemu-exit.json = %s, %v; want a guest shutdown", b, err)
@@ -159,9 +159,9 @@ func TestAgent_Integration(t *testing.T) {
 	})
 
 	t.Run("DeleteIgnoredACPIStopsAfterGrace", func(t *testing.T) {
-		v := h.createVM("stubborn", vmOpts{ignoreACPI: true, grace: 3})
-		v.waitPhase(v1.Running, 60*time.Second)
-		v.waitSerial("NODEVIRT-GUEST-READY", 90*time.Second)
+		v := h.createVM(t, "stubborn", vmOpts{ignoreACPI: true, grace: 3})
+		v.waitPhase(t, v1.Running, 60*time.Second)
+		v.waitSerial(t, "NODEVIRT-GUEST-READY", 90*time.Second)
 		start := time.Now()
 		v.deleteAndWatch(t, 30*time.Second)
 		took := time.Since(start)
@@ -181,8 +181,8 @@ func TestAgent_Integration(t *testing.T) {
 		}
 		var lat []time.Duration
 		for i := range n {
-			v := h.createVM("scale-"+strconv.Itoa(i), vmOpts{})
-			v.waitPhase(v1.Running, 60*time.Second)
+			v := h.createVM(t, "scale-"+strconv.Itoa(i), vmOpts{})
+			v.waitPhase(t, v1.Running, 60*time.Second)
 			lat = append(lat, time.Since(v.created))
 		}
 		t.Logf("Scheduled→Running latency over %d VMs: median %v, max %v", n, median(lat), slices.Max(lat))
@@ -213,10 +213,10 @@ func conditionIs(vmi *v1.VirtualMachineInstance, typ v1.VirtualMachineInstanceCo
 }
 
 // wantEvent waits for an event of the given type and reason on the VMI.
-func (h *harness) wantEvent(v *vm, typ, reason string) {
-	h.t.Helper()
+func (h *harness) wantEvent(t *testing.T, v *vm, typ, reason string) {
+	t.Helper()
 	sel := fields.Set{"involvedObject.name": v.name, "reason": reason, "type": typ}.AsSelector().String()
-	waitFor(h.t, 10*time.Second, "event "+reason+" on "+v.name, func() bool {
+	waitFor(t, 10*time.Second, "event "+reason+" on "+v.name, func() bool {
 		evs, err := h.kube.CoreV1().Events(h.ns).List(context.Background(), metav1.ListOptions{FieldSelector: sel})
 		return err == nil && len(evs.Items) > 0
 	})
@@ -262,10 +262,11 @@ func (v *vm) guestUptime(t *testing.T) float64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	ga, err := qmp.DialAgent(ctx, v.pod.Socket(podfs.GuestAgentSock))
+	nc, err := dial(ctx, v.pod.Socket(podfs.GuestAgentSock))
 	if err != nil {
 		t.Fatalf("VM %s: %v", v.name, err)
 	}
+	ga := qmp.NewAgent(nc, "qga")
 	defer ga.Close()
 	st, err := ga.Run(ctx, "/bin/cat", "/proc/uptime")
 	if err != nil {

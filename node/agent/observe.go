@@ -73,7 +73,7 @@ func (a *Agent) podDir(o *Observation) (podfs.Pod, bool) {
 func (a *Agent) observeLauncher(ctx context.Context, pod podfs.Pod) LauncherView {
 	cctx, cancel := context.WithTimeout(ctx, min(a.cfg.CallTimeout, launcherStatusTimeout))
 	defer cancel()
-	st, err := launcher.NewClient(pod.Socket(podfs.LauncherSocket)).Status(cctx)
+	st, err := launcherStatus(cctx, pod.Socket(podfs.LauncherSocket))
 	if err != nil {
 		v := LauncherView{State: LauncherUnreachable}
 		if e, err := readExit(pod.Socket(podfs.ExitFile)); err == nil {

@@ -19,6 +19,9 @@ func (a *Agent) sync(ctx context.Context, uid string) error {
 		return fmt.Errorf("observe VMI %s: %w", uid, err)
 	}
 	p := plan(o)
+	a.log.Debug("sync", "uid", uid, "vmi", o.name(), "launcher", o.Launcher.State,
+		"qmp", o.Runtime.QMPConnected, "pod", o.Pod != nil, "record", o.Record != nil,
+		"actions", p.Actions, "requeue", p.Requeue)
 	removeFinalizer := false
 	for _, act := range p.Actions {
 		if act == ActRemoveFinalizer {
