@@ -52,8 +52,21 @@ func Write(w io.Writer, cfg Config) error {
 	if err := iw.WriteTo(w, VolumeLabel); err != nil {
 		return fmt.Errorf("cloud-init ISO: write: %w", err)
 	}
+	// Pad like genisoimage does: without trailing sectors, busybox's
+	// volume_id (findfs LABEL=cidata) reads past the end of a tiny image
+	// on a CD-ROM and does not recognise it, and Linux's sr driver may
+	// fail read-ahead near the end of the medium.
+	if _, err := w.Write(make([]byte, padSectors*sectorSize)); err != nil {
+		return fmt.Errorf("cloud-init ISO: pad: %w", err)
+	}
 	return nil
 }
+
+// ISO 9660 sector size and the padding genisoimage appends by default.
+const (
+	sectorSize = 2048
+	padSectors = 150
+)
 
 // WriteFile writes cfg's ISO to path atomically (a temporary file in the
 // same directory, renamed), creating the directory, and chowns the result

@@ -127,6 +127,9 @@ func TestBuild_Errors(t *testing.T) {
 		{"unknown nic model", func(in *Input) { in.VMI.Spec.Domain.Devices.Interfaces[0].Model = "virtio,x=y" }, ErrUnsupported},
 		{"no network result", func(in *Input) { in.Interfaces = nil }, ErrInvalid},
 		{"bad mac", func(in *Input) { in.Interfaces[0].MAC = "02:00" }, ErrInvalid},
+		{"read-only sata disk", func(in *Input) {
+			in.VMI.Spec.Domain.Devices.Disks[0].Disk = &v1.DiskTarget{Bus: v1.DiskBusSATA, ReadOnly: true}
+		}, ErrUnsupported},
 		{"cache", func(in *Input) { in.VMI.Spec.Domain.Devices.Disks[0].Cache = "unsafe" }, ErrUnsupported},
 		{"two targets", func(in *Input) { in.VMI.Spec.Domain.Devices.Disks[0].CDRom = &v1.CDRomTarget{} }, ErrInvalid},
 		{"negative grace", func(in *Input) { g := int64(-1); in.VMI.Spec.TerminationGracePeriodSeconds = &g }, ErrInvalid},

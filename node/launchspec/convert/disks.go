@@ -16,6 +16,9 @@ type diskSource struct {
 	driver   string // file layer: "file" or "host_device"
 	format   string // "raw" or "qcow2"
 	readOnly bool   // the volume itself is read-only
+	// generated: the image is regenerated for every launch (cloud-init),
+	// so it may be opened writable where a device requires it.
+	generated bool
 }
 
 func (b *builder) disks() error {
@@ -68,7 +71,7 @@ func (b *builder) source(v v1.Volume) (diskSource, error) {
 		})
 		return diskSource{path: p.EmptyDisk(v.Name), driver: "file", format: "raw"}, nil
 	case v.CloudInitNoCloud != nil:
-		return diskSource{path: p.CloudInitISO(v.Name), driver: "file", format: "raw", readOnly: true}, nil
+		return diskSource{path: p.CloudInitISO(v.Name), driver: "file", format: "raw", readOnly: true, generated: true}, nil
 	case v.PersistentVolumeClaim != nil:
 		ro := v.PersistentVolumeClaim.ReadOnly
 		if b.in.BlockPVCs[v.Name] {
@@ -121,6 +124,13 @@ func (b *builder) disk(i int, d v1.Disk, src diskSource) error {
 		return err
 	}
 	ro := t.readOnly || src.readOnly
+	if ro && t.bus == v1.DiskBusSATA && !t.cdrom {
+		// ide-hd refuses read-only block nodes.
+		if t.readOnly || !src.generated {
+			return fmt.Errorf("%w: a read-only disk on bus sata (use virtio or scsi, or a cdrom)", ErrUnsupported)
+		}
+		ro = false
+	}
 	id := fmt.Sprintf("disk%d", i)
 	fileNode, fmtNode := id+"-file", id+"-format"
 	file := map[string]any{"driver": src.driver, "filename": src.path, "node-name": fileNode, "read-only": ro}

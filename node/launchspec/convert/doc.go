@@ -3,6 +3,12 @@
 // sealed launchspec.Spec. It also holds the KVM usability detector
 // (DetectKVM) that produces the node fact Build needs.
 //
+// Input.Paths is the pod's view (launchspec.DefaultPaths() in a real pod):
+// QEMU opens those paths. The agent writes files into the pod (the NoCloud
+// ISO) through the same layout rooted at the host's view of the emptyDirs.
+// Ids in the argv are generated (disk<i>, net<i>); Spec.Devices maps them
+// back to the VMI's disk and interface names.
+//
 // Invariants:
 //   - Build is pure: no file, clock or network access; the same Input gives
 //     the same Spec (and hash). Errors wrap ErrUnsupported or ErrInvalid and
