@@ -298,5 +298,6 @@ func (a *Agent) markGone(ctx context.Context, o *Observation) error {
 		return err
 	}
 	o.Record = &rec
+	a.log.Info("record marked gone", "vmi", o.name(), "uid", o.UID)
 	return nil
 }

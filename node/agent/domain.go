@@ -148,16 +148,26 @@ func (d *domain) onEvent(ctx context.Context, conn *qmp.Conn, name string, dropp
 	d.enqueue(d.uid)
 }
 
+// Guest agent probing: a ping every agentPeriod; the agent counts as
+// disconnected only after agentFailures failed pings in a row, so one slow
+// or garbled answer (for example right after another client used the
+// channel) does not flap AgentConnected.
+const (
+	agentPeriod   = 5 * time.Second
+	agentTimeout  = 2 * time.Second
+	agentFailures = 3
+)
+
 // watchGuestAgent pings the guest agent periodically and enqueues the VMI
 // when its connectivity changes.
 func (d *domain) watchGuestAgent(ctx context.Context, path string) {
-	const period = 5 * time.Second
 	var ga *qmp.Agent
 	defer func() {
 		if ga != nil {
 			ga.Close()
 		}
 	}()
+	failures := 0
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -166,30 +176,45 @@ func (d *domain) watchGuestAgent(ctx context.Context, path string) {
 			return
 		case <-t.C:
 		}
-		t.Reset(period)
-		if ga == nil {
-			dctx, cancel := context.WithTimeout(ctx, time.Second)
-			nc, err := dialUnix(dctx, path)
-			cancel()
-			if err != nil {
-				continue
-			}
-			ga = qmp.NewAgent(nc, path)
-		}
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := ga.Ping(pctx)
-		var info qmp.OSInfo
+		t.Reset(agentPeriod)
+		info, err := d.probeAgent(ctx, &ga, path)
 		if err == nil {
-			info, err = ga.OSInfo(pctx)
+			failures = 0
+			d.setAgent(true, info)
+			continue
 		}
-		cancel()
-		select {
-		case <-ga.Done():
-			ga = nil
-		default:
+		if failures++; failures >= agentFailures {
+			d.setAgent(false, qmp.OSInfo{})
 		}
-		d.setAgent(err == nil, info)
 	}
+}
+
+// probeAgent pings the guest agent (dialing it if needed) and reads its OS
+// info. A broken connection is dropped so the next probe redials.
+func (d *domain) probeAgent(ctx context.Context, ga **qmp.Agent, path string) (qmp.OSInfo, error) {
+	if *ga == nil {
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		nc, err := dialUnix(dctx, path)
+		cancel()
+		if err != nil {
+			return qmp.OSInfo{}, err
+		}
+		*ga = qmp.NewAgent(nc, path)
+	}
+	pctx, cancel := context.WithTimeout(ctx, agentTimeout)
+	defer cancel()
+	err := (*ga).Ping(pctx)
+	var info qmp.OSInfo
+	if err == nil {
+		info, err = (*ga).OSInfo(pctx)
+	}
+	select {
+	case <-(*ga).Done():
+		(*ga).Close()
+		*ga = nil
+	default:
+	}
+	return info, err
 }
 
 func (d *domain) setAgent(ok bool, info qmp.OSInfo) {

@@ -199,7 +199,8 @@ type vm struct {
 	netns    string // "" without NIC
 	launcher *exec.Cmd
 	serial   *serialLog
-	created  time.Time // when it became Scheduled
+	created  time.Time     // when it became Scheduled
+	exited   chan struct{} // closed when the launcher process is reaped
 }
 
 // createVM plays the controller and the kubelet: a Scheduled VMI with the
@@ -382,12 +383,16 @@ func (v *vm) startLauncher(t *testing.T) {
 			t.Logf("launcher %s log tail:\n%s", v.name, tail(logf.Name(), 30))
 		}
 	})
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-	})
+	v.exited = make(chan struct{})
+	go func() { _ = cmd.Wait(); close(v.exited) }()
+	t.Cleanup(v.killLauncher)
+}
+
+// killLauncher SIGKILLs the launcher's process group (launcher and QEMU)
+// and reaps the launcher.
+func (v *vm) killLauncher() {
+	_ = syscall.Kill(-v.launcher.Process.Pid, syscall.SIGKILL)
+	<-v.exited
 }
 
 // launcherStatus asks the VM's launcher for its status.

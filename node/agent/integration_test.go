@@ -16,12 +16,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/netsetup"
 	"github.com/nodevirt/nodevirt/node/podfs"
 	"github.com/nodevirt/nodevirt/qmp"
+	"github.com/nodevirt/nodevirt/store"
 )
 
 // TestAgent_Integration runs the real agent against a real API server, with
@@ -93,6 +95,7 @@ func TestAgent_Integration(t *testing.T) {
 			before[v.name] = snapshot{pid: v.qemuPID(t), status: v.get().Status}
 		}
 		var adopt, dhcp []time.Duration
+		loopStart := h.agentLogSize()
 		for i := range 10 {
 			h.killAgent()
 			for _, v := range vms {
@@ -119,10 +122,18 @@ func TestAgent_Integration(t *testing.T) {
 				}
 			}
 		}
-		for _, v := range vms {
-			if diff := cmp.Diff(before[v.name].status, v.get().Status); diff != "" {
-				t.Errorf("VM %s status changed across agent restarts (-before +after):\n%s", v.name, diff)
+		// Watch a little longer: a late re-attach must not patch anything either.
+		deadline := time.Now().Add(3 * time.Second)
+		for time.Now().Before(deadline) && !t.Failed() {
+			for _, v := range vms {
+				if diff := cmp.Diff(before[v.name].status, v.get().Status); diff != "" {
+					t.Errorf("VM %s status changed across agent restarts (-before +after):\n%s", v.name, diff)
+				}
 			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if patched := h.agentLogLines(loopStart, "status patched"); len(patched) > 0 {
+			t.Errorf("the restarted agents patched VMI status %d times: %v", len(patched), patched)
 		}
 		t.Logf("re-adoption (agent start → all QMP re-attached): median %v, max %v", median(adopt), slices.Max(adopt))
 		t.Logf("DHCP serving again after agent start: median %v, max %v", median(dhcp), slices.Max(dhcp))
@@ -140,6 +151,31 @@ func TestAgent_Integration(t *testing.T) {
 		plain.waitPhase(t, v1.Failed, 10*time.Second)
 		t.Logf("SIGKILLed QEMU → Failed in %v", time.Since(killed).Round(time.Millisecond))
 		h.wantEvent(t, plain, corev1.EventTypeWarning, "Stopped")
+	})
+
+	t.Run("OrphanRecordMarkedGone", func(t *testing.T) {
+		// The VMI vanishes (finalizer removed by hand) and its QEMU dies
+		// while the agent is down: the restarted agent marks the record gone.
+		h.killAgent()
+		bridge.killLauncher()
+		patch := []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`)
+		vmis := h.virt.KubevirtV1().VirtualMachineInstances(h.ns)
+		if _, err := vmis.Patch(context.Background(), bridge.name, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := vmis.Delete(context.Background(), bridge.name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		off := h.agentLogSize()
+		h.startAgent(t)
+		waitFor(t, 10*time.Second, "record of the vanished VMI marked gone", func() bool {
+			for _, l := range h.agentLogLines(off, "record marked gone") {
+				if l["vmi"] == h.ns+"/"+bridge.name {
+					return true
+				}
+			}
+			return false
+		})
 	})
 
 	t.Run("DeleteShutsDownGuest", func(t *testing.T) {
@@ -187,6 +223,45 @@ func TestAgent_Integration(t *testing.T) {
 		}
 		t.Logf("Scheduled→Running latency over %d VMs: median %v, max %v", n, median(lat), slices.Max(lat))
 		t.Logf("agent RSS with %d more VMs running: %d KiB", n, vmRSS(t, h.agentPID()))
+	})
+
+	t.Run("StoreRecords", func(t *testing.T) {
+		h.stopAgent()
+		db, err := store.Open(h.db, store.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		recs, err := db.List(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]store.Record{}
+		for _, r := range recs {
+			byName[r.Name] = r
+		}
+		for _, name := range []string{"masq", "bridge", "stubborn"} {
+			if r := byName[name]; !r.IsGone() {
+				t.Errorf("record of deleted VMI %s is not marked gone: %+v", name, r)
+			}
+		}
+		if r := byName["plain"]; r.IsGone() || r.Observed.Phase != string(v1.Failed) || r.Observed.Finished.IsZero() {
+			t.Errorf("record of the crashed VMI: gone %v, phase %q, finished %v; want live, Failed, released",
+				r.IsGone(), r.Observed.Phase, r.Observed.Finished)
+		}
+		tl, err := db.Timeline(context.Background(), byName["masq"].UID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reasons []string
+		for _, e := range tl {
+			reasons = append(reasons, e.Reason)
+		}
+		for _, want := range []string{"Adopted", "NetworkAllocated", "Launching", "Attached", "PhaseRunning", "ShuttingDown", "Released", "Deleted"} {
+			if !slices.Contains(reasons, want) {
+				t.Errorf("masq timeline %v lacks %s", reasons, want)
+			}
+		}
 	})
 }
 

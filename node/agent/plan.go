@@ -51,11 +51,14 @@ type Plan struct {
 	PatchStatus bool
 	// Requeue, when > 0, asks for another sync after this long.
 	Requeue time.Duration
+	// Again asks sync to observe and plan again right away: the actions
+	// only wrote the store, and the next step needs no outside change.
+	Again bool
 }
 
 // Poll intervals for states that have no event to wake the agent.
 const (
-	pollStarting = 250 * time.Millisecond // launcher not up yet, QEMU starting
+	pollStarting = 100 * time.Millisecond // launcher not up yet, QEMU starting
 	pollStopping = time.Second            // waiting for a guest to power off
 )
 
@@ -136,7 +139,7 @@ func planRun(o *Observation) Plan {
 		return Plan{Actions: releaseIfLive(o), PatchStatus: true}
 	}
 	if !o.liveRecord() {
-		return Plan{Actions: []ActionKind{ActCreateRecord}, Requeue: pollStarting}
+		return Plan{Actions: []ActionKind{ActCreateRecord}, Again: true}
 	}
 	switch o.Launcher.State {
 	case LauncherUnreachable:
@@ -150,6 +153,10 @@ func planRun(o *Observation) Plan {
 	case launcher.StatePreparing:
 		return Plan{Requeue: pollStarting}
 	case launcher.StateRunning:
+		if o.Record.Process.PID != 0 && !o.Runtime.QEMUAlive && !o.Runtime.QMPConnected {
+			// QEMU died; its launcher reports the exit in a moment.
+			return Plan{Requeue: pollStarting}
+		}
 		var p Plan
 		if o.wantsNetwork() && !o.Runtime.NetworkReady {
 			p.Actions = append(p.Actions, ActEnsureNetwork)

@@ -88,7 +88,7 @@ func TestPlan(t *testing.T) {
 	}, {
 		name: "ScheduledCreatesRecordFirst",
 		o:    obs(v1.Scheduled),
-		want: Plan{Actions: []ActionKind{ActCreateRecord}, Requeue: pollStarting},
+		want: Plan{Actions: []ActionKind{ActCreateRecord}, Again: true},
 	}, {
 		name: "LauncherNotUpYet",
 		o:    obs(v1.Scheduled, withRecord),
@@ -118,6 +118,12 @@ func TestPlan(t *testing.T) {
 			o.Record.Interfaces = []store.Interface{{Name: "default"}}
 		}),
 		want: Plan{Actions: []ActionKind{ActEnsureNetwork, ActAttach}, PatchStatus: true},
+	}, {
+		name: "QEMUDeadLauncherNotYetTold",
+		o: obs(v1.Running, withQEMU, func(o *Observation) {
+			o.Runtime = RuntimeView{}
+		}),
+		want: Plan{Requeue: pollStarting},
 	}, {
 		name: "ConvergedDoesNothingButReport",
 		o:    obs(v1.Running, withQEMU),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -32,6 +33,8 @@ func (a *Agent) report(ctx context.Context, o *Observation) error {
 	if err := a.patchStatus(ctx, o.VMI, next); err != nil {
 		return err
 	}
+	a.log.Info("status patched", "vmi", o.name(), "uid", o.UID, "phase", next.Phase, "was", cur.Phase,
+		"domain", f.Domain, "reason", f.Reason)
 	for _, e := range events {
 		if e.Warning {
 			a.warn(o.VMI, e.Reason, e.Message)
@@ -110,6 +113,9 @@ func (a *Agent) removeFinalizer(ctx context.Context, o *Observation) error {
 	defer cancel()
 	_, err = a.deps.Virt.KubevirtV1().VirtualMachineInstances(vmi.Namespace).
 		Patch(ctx, vmi.Name, types.JSONPatchType, b, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil // already gone: an earlier sync removed the finalizer
+	}
 	if err != nil {
 		return fmt.Errorf("remove finalizer of VMI %s/%s: %w", vmi.Namespace, vmi.Name, err)
 	}

@@ -14,9 +14,25 @@ const launcherStatusTimeout = 2 * time.Second
 // order, report the status, and remove the finalizer last so the final
 // status is visible before the VMI goes away.
 func (a *Agent) sync(ctx context.Context, uid string) error {
+	for range maxRounds {
+		again, err := a.syncOnce(ctx, uid)
+		if err != nil || !again {
+			return err
+		}
+	}
+	a.queue.Add(uid)
+	return nil
+}
+
+// maxRounds bounds the observe-plan-apply rounds of one sync.
+const maxRounds = 3
+
+// syncOnce is one round of sync; again reports that the plan asked for
+// another round right away.
+func (a *Agent) syncOnce(ctx context.Context, uid string) (again bool, err error) {
 	o, err := a.observe(ctx, uid)
 	if err != nil {
-		return fmt.Errorf("observe VMI %s: %w", uid, err)
+		return false, fmt.Errorf("observe VMI %s: %w", uid, err)
 	}
 	p := plan(o)
 	a.log.Debug("sync", "uid", uid, "vmi", o.name(), "launcher", o.Launcher.State,
@@ -29,24 +45,24 @@ func (a *Agent) sync(ctx context.Context, uid string) error {
 			continue
 		}
 		if err := a.apply(ctx, act, o); err != nil {
-			return fmt.Errorf("VMI %s: %s: %w", o.name(), act, err)
+			return false, fmt.Errorf("VMI %s: %s: %w", o.name(), act, err)
 		}
 	}
 	if p.PatchStatus && o.VMI != nil {
 		o.Runtime = a.refreshRuntime(o)
 		if err := a.report(ctx, o); err != nil {
-			return fmt.Errorf("VMI %s: report status: %w", o.name(), err)
+			return false, fmt.Errorf("VMI %s: report status: %w", o.name(), err)
 		}
 	}
 	if removeFinalizer {
 		if err := a.removeFinalizer(ctx, o); err != nil {
-			return fmt.Errorf("VMI %s: %s: %w", o.name(), ActRemoveFinalizer, err)
+			return false, fmt.Errorf("VMI %s: %s: %w", o.name(), ActRemoveFinalizer, err)
 		}
 	}
 	if p.Requeue > 0 {
 		a.queue.AddAfter(uid, p.Requeue)
 	}
-	return nil
+	return p.Again, nil
 }
 
 // refreshRuntime re-reads the in-memory view after the actions ran.
