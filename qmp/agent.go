@@ -78,6 +78,14 @@ func (a *Agent) Done() <-chan struct{} { return a.done }
 
 // Err returns nil while connected, afterwards an error wrapping ErrClosed.
 func (a *Agent) Err() error {
+	if err := a.closeErr(); err != nil {
+		return fmt.Errorf("guest agent %q: %w", a.name, err)
+	}
+	return nil
+}
+
+// closeErr is why the connection ended (nil while it is up).
+func (a *Agent) closeErr() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.err
@@ -91,9 +99,9 @@ func (a *Agent) Close() error {
 
 func (a *Agent) shutdown(cause error) {
 	a.closeOnce.Do(func() {
-		err := fmt.Errorf("guest agent %q: %w", a.name, ErrClosed)
+		err := ErrClosed
 		if cause != nil {
-			err = fmt.Errorf("guest agent %q: %w: %w", a.name, ErrClosed, cause)
+			err = fmt.Errorf("%w: %w", ErrClosed, cause)
 		}
 		a.nc.Close()
 		a.mu.Lock()
@@ -108,10 +116,13 @@ func (a *Agent) shutdown(cause error) {
 // themselves when needed; Sync is for checking that the agent is alive.
 func (a *Agent) Sync(ctx context.Context) error {
 	if err := a.acquire(ctx); err != nil {
-		return err
+		return fmt.Errorf("guest agent %q: %w", a.name, err)
 	}
 	defer a.release()
-	return a.sync(ctx)
+	if err := a.sync(ctx); err != nil {
+		return fmt.Errorf("guest agent %q: %w", a.name, err)
+	}
+	return nil
 }
 
 // Execute runs a guest agent command and decodes its reply into result
@@ -119,24 +130,24 @@ func (a *Agent) Sync(ctx context.Context) error {
 // returns ctx.Err() and the next call re-synchronises.
 func (a *Agent) Execute(ctx context.Context, command string, args, result any) error {
 	if err := a.acquire(ctx); err != nil {
-		return fmt.Errorf("guest agent %s: %w", command, err)
+		return fmt.Errorf("guest agent %q %s: %w", a.name, command, err)
 	}
 	defer a.release()
 	if err := a.sync(ctx); err != nil {
-		return fmt.Errorf("guest agent %s: %w", command, err)
+		return fmt.Errorf("guest agent %q %s: %w", a.name, command, err)
 	}
 	if err := a.send(ctx, command, args, false); err != nil {
-		return fmt.Errorf("guest agent %s: %w", command, err)
+		return fmt.Errorf("guest agent %q %s: %w", a.name, command, err)
 	}
 	m, err := a.reply(ctx, func(*message) bool { return true })
 	if err != nil {
-		return fmt.Errorf("guest agent %s: %w", command, err)
+		return fmt.Errorf("guest agent %q %s: %w", a.name, command, err)
 	}
 	if err := m.result(result); err != nil {
 		if !errors.As(err, new(*Error)) {
 			a.needSync = true
 		}
-		return fmt.Errorf("guest agent %s: %w", command, err)
+		return fmt.Errorf("guest agent %q %s: %w", a.name, command, err)
 	}
 	return nil
 }
@@ -145,15 +156,15 @@ func (a *Agent) Execute(ctx context.Context, command string, args, result any) e
 // (guest-shutdown). A failure reply, if any, is discarded by the next sync.
 func (a *Agent) executeNoReply(ctx context.Context, command string, args any) error {
 	if err := a.acquire(ctx); err != nil {
-		return fmt.Errorf("guest agent %s: %w", command, err)
+		return fmt.Errorf("guest agent %q %s: %w", a.name, command, err)
 	}
 	defer a.release()
 	if err := a.sync(ctx); err != nil {
-		return fmt.Errorf("guest agent %s: %w", command, err)
+		return fmt.Errorf("guest agent %q %s: %w", a.name, command, err)
 	}
 	a.needSync = true
 	if err := a.send(ctx, command, args, false); err != nil {
-		return fmt.Errorf("guest agent %s: %w", command, err)
+		return fmt.Errorf("guest agent %q %s: %w", a.name, command, err)
 	}
 	return nil
 }
@@ -165,7 +176,7 @@ func (a *Agent) acquire(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-a.done:
-		return a.Err()
+		return a.closeErr()
 	}
 }
 
@@ -246,17 +257,17 @@ func (a *Agent) reply(ctx context.Context, want func(*message) bool) (*message, 
 			a.needSync = true
 			return nil, ctx.Err()
 		case <-a.done:
-			return nil, a.Err()
+			return nil, a.closeErr()
 		}
 	}
 }
 
 func (a *Agent) closedOr(err error) error {
-	if cerr := a.Err(); cerr != nil {
+	if cerr := a.closeErr(); cerr != nil {
 		return cerr
 	}
 	if errors.Is(err, net.ErrClosed) {
-		return fmt.Errorf("guest agent %q: %w", a.name, ErrClosed)
+		return ErrClosed
 	}
 	return err
 }

@@ -65,6 +65,9 @@ func TestAgent_NeverAnswersThenResyncs(t *testing.T) {
 		return qmp.AgentInfo{Version: "7.2.22"}, nil
 	})
 	a := dialAgent(t, s)
+	if err := a.Ping(ctxT(t, 5*time.Second)); err != nil { // in sync
+		t.Fatal(err)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -82,7 +85,7 @@ func TestAgent_NeverAnswersThenResyncs(t *testing.T) {
 	if info.Version != "7.2.22" {
 		t.Errorf("Version = %q", info.Version)
 	}
-	want := []string{"guest-sync-delimited", "guest-info", "guest-sync-delimited", "guest-info"}
+	want := []string{"guest-sync-delimited", "guest-ping", "guest-info", "guest-sync-delimited", "guest-info"}
 	if diff := cmp.Diff(want, commands(s.Received())); diff != "" {
 		t.Errorf("commands (-want +got):\n%s", diff)
 	}

@@ -24,8 +24,6 @@ type Greeting struct {
 	Capabilities []string `json:"capabilities"`
 }
 
-type greeting = Greeting
-
 // Conn is a QMP connection to one QEMU process. It is safe for concurrent
 // use: commands are correlated with their replies by id, so any number of
 // callers may have commands in flight.
@@ -58,11 +56,7 @@ func Dial(ctx context.Context, path string) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("qmp dial %q: %w", path, err)
 	}
-	c, err := NewConn(ctx, nc, path)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
+	return NewConn(ctx, nc, path)
 }
 
 // NewConn runs the QMP handshake on an established connection (name is used
@@ -76,7 +70,7 @@ func NewConn(ctx context.Context, nc net.Conn, name string) (*Conn, error) {
 		subs:    make(map[*Subscription]struct{}),
 		done:    make(chan struct{}),
 	}
-	greeted := make(chan *greeting, 1)
+	greeted := make(chan *Greeting, 1)
 	go c.readLoop(greeted)
 
 	select {
@@ -87,14 +81,14 @@ func NewConn(ctx context.Context, nc net.Conn, name string) (*Conn, error) {
 		}
 		c.greeting = *g
 	case <-c.done:
-		return nil, fmt.Errorf("qmp %q: %w: %w", name, ErrGreeting, c.Err())
+		return nil, fmt.Errorf("qmp %q: %w: %w", name, ErrGreeting, c.closeErr())
 	case <-ctx.Done():
 		c.Close()
 		return nil, fmt.Errorf("qmp %q: %w: %w", name, ErrGreeting, ctx.Err())
 	}
 	if err := c.Execute(ctx, "qmp_capabilities", nil, nil); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("qmp %q: %w: qmp_capabilities: %w", name, ErrGreeting, err)
+		return nil, fmt.Errorf("%w: %w", ErrGreeting, err)
 	}
 	return c, nil
 }
@@ -108,6 +102,14 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 // Err returns nil while the connection is up, afterwards an error wrapping
 // ErrClosed that says why it ended.
 func (c *Conn) Err() error {
+	if err := c.closeErr(); err != nil {
+		return fmt.Errorf("qmp %q: %w", c.name, err)
+	}
+	return nil
+}
+
+// closeErr is why the connection ended (nil while it is up).
+func (c *Conn) closeErr() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err
@@ -124,9 +126,9 @@ func (c *Conn) Close() error {
 // shutdown ends the connection once; cause nil means a local Close.
 func (c *Conn) shutdown(cause error) {
 	c.closeOnce.Do(func() {
-		err := fmt.Errorf("qmp %q: %w", c.name, ErrClosed)
+		err := ErrClosed
 		if cause != nil {
-			err = fmt.Errorf("qmp %q: %w: %w", c.name, ErrClosed, cause)
+			err = fmt.Errorf("%w: %w", ErrClosed, cause)
 		}
 		c.nc.Close()
 		c.mu.Lock()
@@ -151,37 +153,39 @@ func (c *Conn) shutdown(cause error) {
 // ctx.Err() at once; QEMU may still carry the command out, and its late
 // reply is discarded.
 func (c *Conn) Execute(ctx context.Context, command string, args, result any) error {
+	fail := func(err error) error { return fmt.Errorf("qmp %q %s: %w", c.name, command, err) }
 	id := c.nextID.Add(1)
 	b, err := json.Marshal(request{Execute: command, Arguments: args, ID: id})
 	if err != nil {
-		return fmt.Errorf("qmp %s: encode arguments: %w", command, err)
+		return fail(fmt.Errorf("encode arguments: %w", err))
 	}
 	b = append(b, '\n')
 
 	ch := make(chan *message, 1)
 	c.mu.Lock()
 	if c.err != nil {
+		err := c.err
 		c.mu.Unlock()
-		return fmt.Errorf("qmp %s: %w", command, c.err)
+		return fail(err)
 	}
 	c.pending[id] = ch
 	c.mu.Unlock()
 	defer c.forget(id)
 
 	if err := c.write(ctx, b); err != nil {
-		return fmt.Errorf("qmp %s: %w", command, err)
+		return fail(err)
 	}
 	select {
 	case m, ok := <-ch:
 		if !ok {
-			return fmt.Errorf("qmp %s: %w", command, c.Err())
+			return fail(c.closeErr())
 		}
 		if err := m.result(result); err != nil {
-			return fmt.Errorf("qmp %s: %w", command, err)
+			return fail(err)
 		}
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("qmp %s: %w", command, ctx.Err())
+		return fail(ctx.Err())
 	}
 }
 
@@ -200,7 +204,7 @@ func (c *Conn) write(ctx context.Context, b []byte) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-c.done:
-		return c.Err()
+		return c.closeErr()
 	}
 	defer func() { <-c.wsem }()
 
@@ -227,11 +231,11 @@ func (c *Conn) write(ctx context.Context, b []byte) error {
 
 // closedOr prefers the connection's end reason over a raw I/O error.
 func (c *Conn) closedOr(err error) error {
-	if cerr := c.Err(); cerr != nil {
+	if cerr := c.closeErr(); cerr != nil {
 		return cerr
 	}
 	if errors.Is(err, net.ErrClosed) {
-		return fmt.Errorf("qmp %q: %w", c.name, ErrClosed)
+		return ErrClosed
 	}
 	return err
 }
@@ -239,7 +243,7 @@ func (c *Conn) closedOr(err error) error {
 // readLoop owns the read side: it hands the first message to greeted (nil if
 // it is not a greeting), then routes replies to their callers and events to
 // subscribers until the connection ends.
-func (c *Conn) readLoop(greeted chan<- *greeting) {
+func (c *Conn) readLoop(greeted chan<- *Greeting) {
 	lr := newLineReader(c.nc)
 	first := true
 	for {

@@ -64,7 +64,11 @@ func TestDial_GreetingFailures(t *testing.T) {
 			if tt.caps != nil {
 				s.Handle("qmp_capabilities", tt.caps)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			timeout := 5 * time.Second // failures are quick: a loaded machine must not turn them into timeouts
+			if tt.wantCtx {
+				timeout = 200 * time.Millisecond
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			c, err := qmp.Dial(ctx, s.Path())
 			if err == nil {

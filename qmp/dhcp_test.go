@@ -41,6 +41,7 @@ func netns(t *testing.T) string {
 // address, gateway, MTU and hostname applied, the gateway ping and both
 // HTTP servers. It runs busybox udhcpd in a private netns.
 func TestGuest_DHCPAndHTTP(t *testing.T) {
+	t.Parallel()
 	guestDir(t)
 	lookTool(t, "busybox")
 	ns := netns(t)

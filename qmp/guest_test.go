@@ -22,13 +22,13 @@ echo "user-data ran on $(hostname)"
 exit 3
 `
 
-// writeNoCloud writes user-data and meta-data for hostname into a new dir.
-func writeNoCloud(t *testing.T, hostname string) string {
+// writeNoCloud writes user-data and metaData into a new dir.
+func writeNoCloud(t *testing.T, metaData string) string {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{
 		"user-data": userData,
-		"meta-data": "instance-id: iid-test\nlocal-hostname: " + hostname + "\n",
+		"meta-data": metaData,
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
@@ -84,10 +84,11 @@ func checkNoCloud(t *testing.T, vm *testVM, hostname string) {
 // TestGuest_DiskBootNoCloudISO boots disk.img through SeaBIOS + syslinux
 // with a NoCloud ISO on a SATA CD-ROM.
 func TestGuest_DiskBootNoCloudISO(t *testing.T) {
+	t.Parallel()
 	guest := guestDir(t)
 	lookTool(t, "genisoimage")
 	iso := filepath.Join(t.TempDir(), "cidata.iso")
-	run(t, "genisoimage", "-quiet", "-output", iso, "-volid", "cidata", "-joliet", "-rock", writeNoCloud(t, "vm-iso"))
+	run(t, "genisoimage", "-quiet", "-output", iso, "-volid", "cidata", "-joliet", "-rock", writeNoCloud(t, "instance-id: iid-iso\nlocal-hostname: vm-iso\n"))
 
 	vm := startVM(t, vmConfig{
 		Disk: filepath.Join(guest, "disk.img"),
@@ -104,10 +105,12 @@ func TestGuest_DiskBootNoCloudISO(t *testing.T) {
 // TestGuest_NoCloudVFATIgnoreACPI boots the kernel with a vfat CIDATA disk
 // on virtio-blk and nodevirt.ignore_acpi=1.
 func TestGuest_NoCloudVFATIgnoreACPI(t *testing.T) {
+	t.Parallel()
 	guestDir(t)
 	lookTool(t, "mkfs.fat")
 	lookTool(t, "mcopy")
-	src := writeNoCloud(t, "vm-vfat")
+	// JSON meta-data on one line, as some generators write it.
+	src := writeNoCloud(t, `{"instance-id":"iid-vfat","local-hostname":"vm-vfat"}`+"\n")
 	img := filepath.Join(t.TempDir(), "cidata.img")
 	run(t, "mkfs.fat", "-C", "-n", "CIDATA", img, "2048")
 	run(t, "mcopy", "-i", img, filepath.Join(src, "user-data"), filepath.Join(src, "meta-data"), "::")

@@ -47,6 +47,9 @@ type MigrationInfo struct {
 }
 
 // QueryMigrate returns the state of the current or last migration.
+// QEMU may report "completed" a moment before it fills in TotalTime and
+// Downtime and before the source's run state turns postmigrate; poll on
+// until those appear if you need them.
 func (c *Conn) QueryMigrate(ctx context.Context) (MigrationInfo, error) {
 	var mi MigrationInfo
 	err := c.Execute(ctx, "query-migrate", nil, &mi)

@@ -13,6 +13,7 @@ import (
 // processes over a unix socket and checks the target's guest agent sees
 // the state written on the source.
 func TestQEMU_LiveMigration(t *testing.T) {
+	t.Parallel()
 	src := startVM(t, vmConfig{})
 	dst := startVM(t, vmConfig{Incoming: "defer"})
 	sc := src.DialQMP(t)
@@ -66,6 +67,19 @@ func TestQEMU_LiveMigration(t *testing.T) {
 		}
 	}
 	elapsed := time.Since(start)
+	// QEMU reports "completed" slightly before it fills in the times and
+	// moves the source to postmigrate.
+	for mi.TotalTime == nil || mi.Downtime == nil {
+		var err error
+		if mi, err = sc.QueryMigrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("migration times never reported: %+v", mi)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	var total, downtime int64
 	if mi.TotalTime != nil {
 		total = *mi.TotalTime
@@ -104,8 +118,22 @@ func TestQEMU_LiveMigration(t *testing.T) {
 		t.Error("no STOP event on the source")
 	}
 	t.Logf("source MIGRATION events: %v", statuses)
-	if st, err := sc.QueryStatus(ctx); err != nil || st.Status != qmp.RunStatePostMigrate {
-		t.Errorf("source status = %+v, %v; want postmigrate", st, err)
+	for {
+		st, err := sc.QueryStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status == qmp.RunStatePostMigrate {
+			break
+		}
+		if st.Status != qmp.RunStateFinishMigrate {
+			t.Fatalf("source status = %+v; want finish-migrate, then postmigrate", st)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("source stuck in %s", st.Status)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 	waitEvent(t, dstEvents, qmp.EventResume, 10*time.Second)
 	if st, err := dc.QueryStatus(ctx); err != nil || st.Status != qmp.RunStateRunning {

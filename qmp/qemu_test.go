@@ -183,7 +183,7 @@ func startVM(t testing.TB, cfg vmConfig) *testVM {
 // DialQMP connects to the VM's QMP socket, retrying until QEMU listens.
 func (vm *testVM) DialQMP(t testing.TB) *qmp.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
 		c, err := qmp.Dial(ctx, vm.QMP)

@@ -24,7 +24,7 @@ type request struct {
 
 // message is any message QEMU or qemu-ga sends: greeting, reply or event.
 type message struct {
-	QMP       *greeting       `json:"QMP"`
+	QMP       *Greeting       `json:"QMP"`
 	Event     string          `json:"event"`
 	Data      json.RawMessage `json:"data"`
 	Timestamp *struct {

@@ -12,4 +12,9 @@
 // server, like qemu-ga, runs commands one at a time, sends no greeting,
 // treats the 0xFF byte as a parser reset and answers guest-sync-delimited
 // with 0xFF before the reply.
+//
+// The qmp package's conformance test (conformance_test.go) runs the same
+// checks against a scripted Server and against real QEMU, so error classes
+// and event ordering in scripts match QEMU's: script events with Emit before
+// returning from the handler, as QEMU sends STOP before stop's reply.
 package qmptest

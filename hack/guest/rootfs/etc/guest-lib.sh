@@ -56,7 +56,8 @@ nocloud_mount() {
 # nocloud_hostname applies meta-data local-hostname (YAML "key: value" or JSON).
 nocloud_hostname() {
 	[ -f /cidata/meta-data ] || return 0
-	h=$(sed -n 's/^[[:space:]{,"]*local-hostname"\{0,1\}[[:space:]]*[:=][[:space:]]*"\{0,1\}\([A-Za-z0-9.-]*\).*/\1/p' /cidata/meta-data | head -n 1)
+	h=$(grep -o "local-hostname\"\{0,1\}[[:space:]]*:[[:space:]]*[\"']\{0,1\}[A-Za-z0-9.-]*" /cidata/meta-data |
+		head -n 1 | sed "s/.*:[[:space:]]*[\"']\{0,1\}//")
 	[ -n "$h" ] || return 0
 	set_hostname "$h"
 	: >/run/hostname-from-cidata
