@@ -8,8 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
-
-	"github.com/nodevirt/nodevirt/node/agent"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -18,23 +16,25 @@ func TestLoadConfig(t *testing.T) {
 		name    string
 		file    string // "" = no file
 		flags   fileConfig
-		want    func(*agent.Config)
+		want    func(*config)
 		wantErr bool
 	}{{
 		name: "Defaults",
-		want: func(*agent.Config) {},
+		want: func(*config) {},
 	}, {
 		name: "File",
-		file: "allowEmulation: true\nkubeletRoot: /k\nworkers: 2\nresync: 10s\ncallTimeout: 3s\n",
-		want: func(c *agent.Config) {
+		file: "allowEmulation: true\nkubeletRoot: /k\nworkers: 2\nresync: 10s\ncallTimeout: 3s\n" +
+			"devicePluginDir: /dp\nheartbeatInterval: 5s\n",
+		want: func(c *config) {
 			c.AllowEmulation, c.KubeletRoot, c.Workers = true, "/k", 2
 			c.Resync, c.CallTimeout = 10*time.Second, 3*time.Second
+			c.DevicePluginDir, c.HeartbeatInterval = "/dp", 5*time.Second
 		},
 	}, {
 		name:  "FlagsOverrideFile",
 		file:  "kubeletRoot: /k\n",
 		flags: fileConfig{KubeletRoot: "/flag", AllowEmulation: &yes},
-		want:  func(c *agent.Config) { c.KubeletRoot, c.AllowEmulation = "/flag", true },
+		want:  func(c *config) { c.KubeletRoot, c.AllowEmulation = "/flag", true },
 	}, {
 		name:    "UnknownKey",
 		file:    "allowEmulaton: true\n",
@@ -60,7 +60,7 @@ func TestLoadConfig(t *testing.T) {
 			if tt.wantErr {
 				return
 			}
-			want := agent.DefaultConfig()
+			want := defaultConfig()
 			tt.want(&want)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("config (-want +got):\n%s", diff)

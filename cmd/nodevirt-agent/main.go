@@ -36,7 +36,7 @@ func run() error {
 		kubeconfig = flag.String("kubeconfig", "", "kubeconfig file; empty = in-cluster config")
 		nodeName   = flag.String("node-name", os.Getenv("NODE_NAME"), "this node's name (default $NODE_NAME)")
 		dbPath     = flag.String("db", "/var/lib/nodevirt/agent.db", "the agent's bbolt file")
-		hostRoot   = flag.String("host-root", "/", "the host's root, for the KVM check")
+		hostRoot   = flag.String("host-root", "/", "the host's root, for the KVM check and device health")
 		logLevel   = flag.String("log-level", "info", "debug, info, warn or error")
 	)
 	fc := fileConfig{}
@@ -82,17 +82,22 @@ func run() error {
 	}
 	defer db.Close()
 
-	a, err := agent.New(cfg, agent.Deps{
+	host := os.DirFS(*hostRoot)
+	services, err := nodeServices(cfg, kube, host, log)
+	if err != nil {
+		return err
+	}
+	a, err := agent.New(cfg.Config, agent.Deps{
 		Kube:  kube,
 		Virt:  virt,
 		Store: db,
-		KVM:   convert.DetectKVM(os.DirFS(*hostRoot)),
+		KVM:   convert.DetectKVM(host),
 		Log:   log,
 	})
 	if err != nil {
 		return err
 	}
-	return a.Run(ctx)
+	return runAll(ctx, append(services, service{name: "agent", run: a.Run}))
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
