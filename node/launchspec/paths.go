@@ -22,6 +22,7 @@ const (
 	QMPSocket      = "qmp.sock"
 	QGASocket      = "qga.sock"
 	SerialSocket   = "serial.sock"
+	SerialLog      = "serial.log" // everything the guest wrote to its serial console
 	VNCSocket      = "vnc.sock"
 	ExitFile       = "qemu-exit.json"
 )

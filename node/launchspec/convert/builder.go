@@ -173,7 +173,10 @@ func (b *builder) consoles() error {
 	devs := b.vmi.Spec.Domain.Devices
 	p := b.in.Paths
 	if enabled(devs.AutoattachSerialConsole) {
-		b.add("-chardev", "socket,id=serial0,path="+escape(p.Socket(launchspec.SerialSocket))+",server=on,wait=off")
+		// The log keeps what the guest printed while no client was
+		// connected (boot messages, the test guest's markers).
+		b.add("-chardev", "socket,id=serial0,path="+escape(p.Socket(launchspec.SerialSocket))+
+			",server=on,wait=off,logfile="+escape(p.Socket(launchspec.SerialLog))+",logappend=on")
 		b.device(map[string]any{"driver": "isa-serial", "chardev": "serial0", "id": "serial0-dev"})
 	}
 	if enabled(devs.AutoattachGraphicsDevice) {

