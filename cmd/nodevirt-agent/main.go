@@ -46,6 +46,8 @@ func run() error {
 		fc.AllowEmulation = &v
 		return nil
 	})
+	flag.Func("device-plugin-dir", "the kubelet's device-plugin directory (default /var/lib/kubelet/device-plugins)", func(s string) error { fc.DevicePluginDir = s; return nil })
+	flag.Func("heartbeat-interval", "period of the node heartbeat (default 30s)", func(s string) error { fc.HeartbeatInterval = s; return nil })
 	flag.Parse()
 
 	log, err := newLogger(*logLevel)

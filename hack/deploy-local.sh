@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Deploy nodevirt from deploy/local onto the running local cluster
+# (make cluster-up) and wait until it can run VMs: the controller and every
+# agent are ready and every node is schedulable for VMs (heartbeat label and
+# the devices.kubevirt.io/tun device plugin resource).
+#
+# deploy/local names the cluster's nodes directory by the placeholder
+# /CLUSTER_DIR/nodes (an absolute host path known only at deploy time); this
+# script substitutes the running cluster's state directory.
+#
+#   RESTART=1   restart the controller and agents after applying, so that
+#               freshly imported images with an unchanged tag are used
+#   TIMEOUT=s   how long to wait for readiness (default 180)
+set -euo pipefail
+# shellcheck source=cluster/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/cluster/lib.sh"
+
+[ -f "$CLUSTER_DIR/cluster.env" ] || die "no cluster running in $CLUSTER_DIR (make cluster-up)"
+TIMEOUT=${TIMEOUT:-180}
+
+log "applying deploy/local"
+kubectl kustomize "$REPO_ROOT/deploy/local" |
+	sed "s#/CLUSTER_DIR/nodes#$CLUSTER_DIR/nodes#g" |
+	kubectl apply -f - >/dev/null
+kubectl wait --for=condition=Established --timeout=60s \
+	crd/virtualmachines.kubevirt.io crd/virtualmachineinstances.kubevirt.io >/dev/null
+
+if [ "${RESTART:-}" = 1 ]; then
+	log "restarting the controller and agents"
+	kubectl -n nodevirt rollout restart deployment/nodevirt-controller daemonset/nodevirt-agent >/dev/null
+fi
+kubectl -n nodevirt rollout status deployment/nodevirt-controller --timeout="${TIMEOUT}s" >/dev/null
+kubectl -n nodevirt rollout status daemonset/nodevirt-agent --timeout="${TIMEOUT}s" >/dev/null
+
+# vm_ready NODE: the agent's heartbeat marked NODE schedulable and its device
+# plugin offers tun.
+vm_ready() {
+	kubectl get node "$1" -o jsonpath='{.metadata.labels.kubevirt\.io/schedulable}/{.status.allocatable.devices\.kubevirt\.io/tun}' |
+		grep -Eq '^true/[1-9]'
+}
+log "waiting for schedulable nodes with devices.kubevirt.io/tun"
+for ((i = 0; i < NODES; i++)); do
+	wait_for "$TIMEOUT" "node $(node_name "$i") schedulable for VMs" vm_ready "$(node_name "$i")"
+done
+log "nodevirt deployed"
