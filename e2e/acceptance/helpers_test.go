@@ -1,0 +1,377 @@
+package acceptance
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+)
+
+// poll is the interval of every wait.
+const poll = 250 * time.Millisecond
+
+// kubectl runs kubectl with stdin (may be nil) and fails the test on error.
+func (s *suite) kubectl(t *testing.T, stdin []byte, args ...string) string {
+	t.Helper()
+	out, err := s.kubectlErr(stdin, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// kubectlErr runs kubectl with stdin (may be nil).
+func (s *suite) kubectlErr(stdin []byte, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var in *bytes.Reader
+	if stdin != nil {
+		in = bytes.NewReader(stdin)
+	}
+	var out []byte
+	var err error
+	if in != nil {
+		out, err = s.cluster.Kubectl(ctx, in, args...)
+	} else {
+		out, err = s.cluster.Kubectl(ctx, nil, args...)
+	}
+	return string(out), err
+}
+
+// apply applies manifest in the suite's namespace.
+func (s *suite) apply(t *testing.T, manifest []byte) {
+	t.Helper()
+	s.kubectl(t, manifest, "apply", "-n", namespace, "-f", "-")
+}
+
+// example reads deploy/examples/name, renaming its object to newName (when
+// not empty) and applying edits (old → new string replacements).
+func (s *suite) example(t *testing.T, name, newName string, edits ...string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.root, "deploy", "examples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := string(b)
+	if newName != "" {
+		m = renameObject(m, newName)
+	}
+	for i := 0; i+1 < len(edits); i += 2 {
+		if !strings.Contains(m, edits[i]) {
+			t.Fatalf("example %s: edit target %q not found", name, edits[i])
+		}
+		m = strings.ReplaceAll(m, edits[i], edits[i+1])
+	}
+	return []byte(m)
+}
+
+// renameObject sets the first metadata name of manifest m.
+func renameObject(m, name string) string {
+	lines := strings.Split(m, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "  name: ") {
+			lines[i] = "  name: " + name
+			break
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// waitVMI polls VMI name until cond holds and returns it.
+func (s *suite) waitVMI(t *testing.T, name string, timeout time.Duration, what string, cond func(*v1.VirtualMachineInstance) bool) *v1.VirtualMachineInstance {
+	t.Helper()
+	var last *v1.VirtualMachineInstance
+	var lastErr error
+	deadline := time.Now().Add(timeout)
+	for {
+		vmi, err := s.virt.KubevirtV1().VirtualMachineInstances(namespace).Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil {
+			last = vmi
+			if cond(vmi) {
+				return vmi
+			}
+		}
+		lastErr = err
+		if time.Now().After(deadline) {
+			t.Fatalf("VMI %s: not %s after %v (last error %v, last status %s)", name, what, timeout, lastErr, statusLine(last))
+		}
+		time.Sleep(poll)
+	}
+}
+
+// waitNewVMI waits for VMI name to exist with a UID other than old.
+func (s *suite) waitNewVMI(t *testing.T, name, old string, timeout time.Duration) *v1.VirtualMachineInstance {
+	t.Helper()
+	return s.waitVMI(t, name, timeout, "recreated", func(vmi *v1.VirtualMachineInstance) bool {
+		return string(vmi.UID) != old && vmi.DeletionTimestamp == nil
+	})
+}
+
+// waitVMIGone waits until VMI name does not exist or, with uid not empty,
+// has a UID other than uid.
+func (s *suite) waitVMIGone(t *testing.T, name, uid string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		vmi, err := s.virt.KubevirtV1().VirtualMachineInstances(namespace).Get(context.Background(), name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && uid != "" && string(vmi.UID) != uid) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("VMI %s (%s) still there after %v: %v %s", name, uid, timeout, err, statusLine(vmi))
+		}
+		time.Sleep(poll)
+	}
+}
+
+// waitVM polls VM name until cond holds and returns it.
+func (s *suite) waitVM(t *testing.T, name string, timeout time.Duration, what string, cond func(*v1.VirtualMachine) bool) *v1.VirtualMachine {
+	t.Helper()
+	var last *v1.VirtualMachine
+	deadline := time.Now().Add(timeout)
+	for {
+		vm, err := s.virt.KubevirtV1().VirtualMachines(namespace).Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil {
+			last = vm
+			if cond(vm) {
+				return vm
+			}
+		}
+		if time.Now().After(deadline) {
+			st := ""
+			if last != nil {
+				st = fmt.Sprintf("printableStatus=%s ready=%t startFailure=%+v", last.Status.PrintableStatus, last.Status.Ready, last.Status.StartFailure)
+			}
+			t.Fatalf("VM %s: not %s after %v (last error %v, %s)", name, what, timeout, err, st)
+		}
+		time.Sleep(poll)
+	}
+}
+
+func phaseIs(p v1.VirtualMachineInstancePhase) func(*v1.VirtualMachineInstance) bool {
+	return func(vmi *v1.VirtualMachineInstance) bool { return vmi.Status.Phase == p }
+}
+
+func isFinal(vmi *v1.VirtualMachineInstance) bool { return vmi.Status.Phase.IsFinal() }
+
+// condition returns the status of condition ct ("" when absent).
+func condition(vmi *v1.VirtualMachineInstance, ct v1.VirtualMachineInstanceConditionType) corev1.ConditionStatus {
+	for _, c := range vmi.Status.Conditions {
+		if c.Type == ct {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+func statusLine(vmi *v1.VirtualMachineInstance) string {
+	if vmi == nil {
+		return "<none>"
+	}
+	var conds []string
+	for _, c := range vmi.Status.Conditions {
+		conds = append(conds, fmt.Sprintf("%s=%s", c.Type, c.Status))
+	}
+	return fmt.Sprintf("uid=%s phase=%s reason=%q node=%s conditions=%v deleting=%t", vmi.UID, vmi.Status.Phase, vmi.Status.Reason,
+		vmi.Status.NodeName, conds, vmi.DeletionTimestamp != nil)
+}
+
+// launcherPods returns the launcher pods of the VMI with uid.
+func (s *suite) launcherPods(t *testing.T, uid string) []corev1.Pod {
+	t.Helper()
+	pods, err := s.kube.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{
+		LabelSelector: "kubevirt.io=virt-launcher,kubevirt.io/created-by=" + uid,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods.Items
+}
+
+// launcherPod returns the one launcher pod of vmi.
+func (s *suite) launcherPod(t *testing.T, vmi *v1.VirtualMachineInstance) corev1.Pod {
+	t.Helper()
+	pods := s.launcherPods(t, string(vmi.UID))
+	if len(pods) != 1 {
+		t.Fatalf("VMI %s: %d launcher pods, want 1", vmi.Name, len(pods))
+	}
+	return pods[0]
+}
+
+// waitPodsGone waits until the VMI with uid has no launcher pod left.
+func (s *suite) waitPodsGone(t *testing.T, uid string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for len(s.launcherPods(t, uid)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("launcher pod of VMI %s still there after %v", uid, timeout)
+		}
+		time.Sleep(poll)
+	}
+}
+
+// podDir is the pod's directory on the host (its node's kubelet root).
+func (s *suite) podDir(t *testing.T, pod corev1.Pod) string {
+	t.Helper()
+	for _, n := range s.cluster.Nodes {
+		if n.Name == pod.Spec.NodeName {
+			return filepath.Join(n.KubeletRoot, "pods", string(pod.UID))
+		}
+	}
+	t.Fatalf("pod %s: node %q is not a cluster node", pod.Name, pod.Spec.NodeName)
+	return ""
+}
+
+// serialLog is the guest's serial console log of the VMI's pod.
+func (s *suite) serialLog(t *testing.T, pod corev1.Pod) string {
+	t.Helper()
+	return filepath.Join(s.podDir(t, pod), "volumes", "kubernetes.io~empty-dir", "sockets", "serial.log")
+}
+
+// waitSerial waits for a line of the pod's serial log that starts with
+// prefix and returns it.
+func (s *suite) waitSerial(t *testing.T, pod corev1.Pod, prefix string, timeout time.Duration) string {
+	t.Helper()
+	path := s.serialLog(t, pod)
+	deadline := time.Now().Add(timeout)
+	for {
+		b, _ := os.ReadFile(path)
+		for _, l := range strings.Split(string(b), "\n") {
+			if l = strings.TrimRight(l, "\r"); strings.HasPrefix(l, prefix) {
+				return l
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serial log %s: no line starting with %q after %v; log:\n%s", path, prefix, timeout, tail(string(b), 40))
+		}
+		time.Sleep(poll)
+	}
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// qemuPid finds the QEMU process of VMI name (QEMU runs with
+// -name guest=<namespace>_<name>,...); 0 when there is none.
+func qemuPid(name string) int {
+	entries, _ := os.ReadDir("/proc")
+	want := "guest=" + namespace + "_" + name + ","
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) == 0 || !strings.Contains(filepath.Base(args[0]), "qemu-system") {
+			continue
+		}
+		for _, a := range args {
+			if strings.HasPrefix(a, want) {
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// waitQEMU waits until VMI name has a QEMU process and returns its pid.
+func waitQEMU(t *testing.T, name string, timeout time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if pid := qemuPid(name); pid != 0 {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no QEMU process for VMI %s after %v", name, timeout)
+		}
+		time.Sleep(poll)
+	}
+}
+
+// waitEvent waits for an event of type typ and reason on object uid.
+func (s *suite) waitEvent(t *testing.T, uid, typ, reason string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		evs, err := s.kube.CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{
+			FieldSelector: "involvedObject.uid=" + uid,
+		})
+		if err == nil {
+			for _, e := range evs.Items {
+				if e.Type == typ && e.Reason == reason {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			var got []string
+			if evs != nil {
+				for _, e := range evs.Items {
+					got = append(got, e.Type+"/"+e.Reason)
+				}
+			}
+			t.Fatalf("no %s event %q on %s after %v (events: %v)", typ, reason, uid, timeout, got)
+		}
+		time.Sleep(poll)
+	}
+}
+
+// deleteVM deletes VM name and waits until its VMI is gone.
+func (s *suite) deleteVM(t *testing.T, name string) {
+	t.Helper()
+	s.kubectl(t, nil, "delete", "-n", namespace, "vm", name, "--ignore-not-found", "--wait=true", "--timeout=120s")
+	s.waitVMIGone(t, name, "", 2*time.Minute)
+}
+
+// deleteVMI deletes VMI name and waits until it is gone.
+func (s *suite) deleteVMI(t *testing.T, name string) {
+	t.Helper()
+	s.kubectl(t, nil, "delete", "-n", namespace, "vmi", name, "--ignore-not-found", "--wait=true", "--timeout=120s")
+}
+
+// dump logs the state needed to debug a failed scenario.
+func (s *suite) dump(t *testing.T) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"get", "-n", namespace, "vm,vmi,pods", "-o", "wide"},
+		{"get", "-n", namespace, "vmi", "-o", "yaml"},
+		{"get", "-n", namespace, "events", "--sort-by=.lastTimestamp"},
+		{"get", "nodes", "-o", "wide", "--show-labels"},
+		{"get", "-n", "nodevirt", "pods", "-o", "wide"},
+		{"logs", "-n", "nodevirt", "deployment/nodevirt-controller", "--tail=150"},
+		{"logs", "-n", "nodevirt", "daemonset/nodevirt-agent", "--tail=200"},
+	} {
+		out, err := s.kubectlErr(nil, args...)
+		t.Logf("--- kubectl %s (err %v)\n%s", strings.Join(args, " "), err, out)
+	}
+	pods, err := s.kube.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "kubevirt.io=virt-launcher"})
+	if err != nil {
+		return
+	}
+	for _, p := range pods.Items {
+		b, err := os.ReadFile(s.serialLog(t, p))
+		t.Logf("--- serial log of %s (err %v)\n%s", p.Name, err, tail(string(b), 60))
+	}
+}

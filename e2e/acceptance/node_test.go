@@ -1,0 +1,274 @@
+package acceptance
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+)
+
+// Scenario 12: invalid VMs are refused by kubectl apply with a message
+// naming the field, and nothing is created.
+func testBadInput(t *testing.T, s *suite) {
+	long := strings.Repeat("a", 64)
+	tests := []struct {
+		name  string
+		edits []string
+		field string // the message must name it
+	}{{
+		name:  "MissingVolume",
+		edits: []string{"- name: cloudinit\n            disk:", "- name: nosuchvolume\n            disk:"},
+		field: "disks",
+	}, {
+		name:  "TwoBindings",
+		edits: []string{"masquerade: {}", "masquerade: {}\n            bridge: {}"},
+		field: "interfaces",
+	}, {
+		name:  "BadMemory",
+		edits: []string{"guest: 128Mi", `guest: "abc"`},
+		field: "memory",
+	}, {
+		name:  "NameTooLong",
+		edits: []string{"name: bad-input", "name: " + long},
+		field: "name",
+	}, {
+		name:  "UnsupportedField",
+		edits: []string{"cores: 1", "cores: 1\n          dedicatedCpuPlacement: true"},
+		field: "dedicatedCpuPlacement",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := s.example(t, "vm.yaml", "bad-input", tt.edits...)
+			out, err := s.kubectlErr(m, "apply", "-n", namespace, "-f", "-")
+			if err == nil {
+				s.kubectlErr(nil, "delete", "-n", namespace, "vm", "bad-input", long, "--ignore-not-found")
+				t.Fatalf("kubectl apply accepted it: %s", out)
+			}
+			if !strings.Contains(err.Error(), tt.field) {
+				t.Errorf("kubectl apply error does not name %q: %v", tt.field, err)
+			}
+			t.Logf("refused: %v", err)
+		})
+	}
+	vms, err := s.virt.KubevirtV1().VirtualMachines(namespace).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, vm := range vms.Items {
+		if vm.Name == "bad-input" || vm.Name == long {
+			t.Errorf("VM %s was created", vm.Name)
+		}
+	}
+}
+
+// Scenario 8: SIGKILL of the node agent, ten times in a row: running VMs keep
+// running (same QEMU, guest uptime continues) and no VMI changes phase.
+// (The pause-within-5-s part waits for the node API, see Pending[5].)
+func testAgentRestart(t *testing.T, s *suite) {
+	const name = "survivor"
+	vmi := s.startVMI(t, name)
+	defer s.deleteVMI(t, name)
+	pid := waitQEMU(t, name, 10*time.Second)
+	w := s.watchVMI(t, vmi)
+	pod := s.launcherPod(t, vmi)
+	for i := 1; i <= 10; i++ {
+		old := s.agentPod(t, vmi.Status.NodeName)
+		// Deleting with grace period 0 is a SIGKILL of the agent process;
+		// the DaemonSet starts a new one at once (a container restart
+		// would back off for minutes after ten kills).
+		s.kubectl(t, nil, "delete", "pod", "-n", "nodevirt", old.Name, "--grace-period=0", "--force", "--wait=false")
+		s.waitAgentReady(t, vmi.Status.NodeName, old.UID, 90*time.Second)
+		if got := qemuPid(name); got != pid {
+			t.Fatalf("restart %d: QEMU pid %d, want %d (still running)", i, got, pid)
+		}
+	}
+	select {
+	case p := <-w.phases:
+		if p != v1.Running {
+			t.Errorf("VMI %s changed phase to %s during the agent restarts", name, p)
+		}
+	default:
+	}
+	cur := s.waitVMI(t, name, 30*time.Second, "Running and Ready", func(v *v1.VirtualMachineInstance) bool {
+		return v.Status.Phase == v1.Running && condition(v, v1.VirtualMachineInstanceReady) == "True"
+	})
+	if cur.UID != vmi.UID {
+		t.Errorf("VMI replaced: %s -> %s", vmi.UID, cur.UID)
+	}
+	// The guest kept running: its console is still the same boot.
+	if n := strings.Count(readFile(s.serialLog(t, pod)), "NODEVIRT-GUEST-READY"); n != 1 {
+		t.Errorf("guest ready marker seen %d times, want 1 (the guest rebooted?)", n)
+	}
+}
+
+// agentPod returns the running agent pod on node.
+func (s *suite) agentPod(t *testing.T, node string) corev1.Pod {
+	t.Helper()
+	pods, err := s.kube.CoreV1().Pods("nodevirt").List(t.Context(), metav1.ListOptions{
+		LabelSelector: "app.kubernetes.io/name=nodevirt-agent",
+		FieldSelector: "spec.nodeName=" + node,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			return p
+		}
+	}
+	t.Fatalf("no agent pod on %s", node)
+	return corev1.Pod{}
+}
+
+// waitAgentReady waits for an agent pod on node other than old that is Ready.
+func (s *suite) waitAgentReady(t *testing.T, node string, old any, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		pods, err := s.kube.CoreV1().Pods("nodevirt").List(t.Context(), metav1.ListOptions{
+			LabelSelector: "app.kubernetes.io/name=nodevirt-agent",
+			FieldSelector: "spec.nodeName=" + node,
+		})
+		if err == nil {
+			for _, p := range pods.Items {
+				if fmt.Sprint(p.UID) != fmt.Sprint(old) && p.Status.Phase == corev1.PodRunning && podReady(p) {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new ready agent pod on %s after %v", node, timeout)
+		}
+		time.Sleep(poll)
+	}
+}
+
+func podReady(p corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Scenario 13: with the agent stopped the node becomes unschedulable and its
+// VMIs fail as NodeUnresponsive after the configured threshold (30 s on the
+// local cluster); with the agent back the node is schedulable again.
+func testHeartbeat(t *testing.T, s *suite) {
+	const name = "orphan"
+	vmi := s.startVMI(t, name)
+	node := vmi.Status.NodeName
+	// Keep the DaemonSet's pods off every node: the agent stops.
+	s.kubectl(t, nil, "patch", "daemonset", "-n", "nodevirt", "nodevirt-agent", "--type=merge",
+		"-p", `{"spec":{"template":{"spec":{"nodeSelector":{"nodevirt.io/e2e-no-agent":"true"}}}}}`)
+	restored := false
+	restore := func() {
+		if !restored {
+			restored = true
+			s.kubectl(t, nil, "patch", "daemonset", "-n", "nodevirt", "nodevirt-agent", "--type=json",
+				"-p", `[{"op":"remove","path":"/spec/template/spec/nodeSelector"}]`)
+		}
+	}
+	defer restore()
+	stopped := time.Now()
+	s.waitNode(t, node, "unschedulable", 60*time.Second, func(n *corev1.Node) bool {
+		return n.Labels["kubevirt.io/schedulable"] == "false"
+	})
+	vmi = s.waitVMI(t, name, 2*time.Minute, "Failed as NodeUnresponsive", func(v *v1.VirtualMachineInstance) bool {
+		return v.Status.Phase == v1.Failed && v.Status.Reason == "NodeUnresponsive"
+	})
+	t.Logf("VMI Failed (%s) %v after the agent stopped", vmi.Status.Reason, time.Since(stopped).Round(time.Second))
+	restore()
+	s.waitNode(t, node, "schedulable", 90*time.Second, func(n *corev1.Node) bool {
+		return n.Labels["kubevirt.io/schedulable"] == "true"
+	})
+	s.deleteVMI(t, name)
+}
+
+func (s *suite) waitNode(t *testing.T, name, what string, timeout time.Duration, cond func(*corev1.Node) bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		n, err := s.kube.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+		if err == nil && cond(n) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s not %s after %v (err %v)", name, what, timeout, err)
+		}
+		time.Sleep(poll)
+	}
+}
+
+// Scenario 4: masquerade. The guest's HTTP server on the declared port 80
+// answers at the pod IP from the node; the undeclared 8080 does not; the
+// guest reaches its gateway.
+func testMasquerade(t *testing.T, s *suite) {
+	const name = "masq"
+	s.apply(t, s.vmManifest(t, name, "Always", ""))
+	defer s.deleteVM(t, name)
+	vmi := s.waitVMI(t, name, 60*time.Second, "Running", phaseIs(v1.Running))
+	pod := s.launcherPod(t, vmi)
+	s.waitSerial(t, pod, "NODEVIRT-GUEST-DHCP ip=", 90*time.Second)
+	if gw := s.waitSerial(t, pod, "NODEVIRT-GUEST-GW-", 60*time.Second); gw != "NODEVIRT-GUEST-GW-OK" {
+		t.Errorf("guest gateway check: %s", gw)
+	}
+	pod = s.launcherPod(t, vmi)
+	ip := pod.Status.PodIP
+	if ip == "" {
+		t.Fatalf("pod %s has no IP", pod.Name)
+	}
+	body := httpGetEventually(t, "http://"+net.JoinHostPort(ip, "80")+"/", 60*time.Second)
+	if !strings.HasPrefix(body, "nodevirt-guest") {
+		t.Errorf("GET pod IP:80 = %q, want nodevirt-guest <hostname>", body)
+	}
+	c := http.Client{Timeout: 3 * time.Second}
+	if resp, err := c.Get("http://" + net.JoinHostPort(ip, "8080") + "/"); err == nil {
+		resp.Body.Close()
+		t.Errorf("undeclared port 8080 answered at the pod IP: %s", resp.Status)
+	}
+}
+
+// httpGetEventually GETs url until it answers 200 and returns the body.
+func httpGetEventually(t *testing.T, url string, timeout time.Duration) string {
+	t.Helper()
+	c := http.Client{Timeout: 3 * time.Second}
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := c.Do(req)
+		if err == nil {
+			b, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			cancel()
+			if rerr == nil && resp.StatusCode == http.StatusOK {
+				return strings.TrimSpace(string(b))
+			}
+			err = fmt.Errorf("%s", resp.Status)
+		} else {
+			cancel()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s: %v after %v", url, err, timeout)
+		}
+		time.Sleep(poll)
+	}
+}
+
+// readFile returns the file's content, "" when it cannot be read.
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}

@@ -1,0 +1,253 @@
+package acceptance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
+	"github.com/nodevirt/nodevirt/e2e/localcluster"
+)
+
+// namespace holds every object the scenarios create.
+const namespace = "nodevirt-e2e"
+
+// scenario is one line of the acceptance list.
+type scenario struct {
+	n    int
+	name string
+	run  func(t *testing.T, s *suite)
+}
+
+// scenarios in the order they run (the project's priority order).
+var scenarios = []scenario{
+	{1, "ExampleVMRuns", testExampleVMRuns},
+	{2, "GuestBoots", testGuestBoots},
+	{3, "CloudInitUserData", testCloudInitUserData},
+	{15, "KubeVirtManifests", testKubeVirtManifests},
+	{12, "BadInput", testBadInput},
+	{9, "LauncherPodDeleted", testLauncherPodDeleted},
+	{6, "RunStrategies", testRunStrategies},
+	{7, "QEMUKilled", testQEMUKilled},
+	{5, "Pause", nil},
+	{11, "StartPaused", nil},
+	{10, "GracePeriod", testGracePeriod},
+	{8, "AgentRestart", testAgentRestart},
+	{14, "Nodectl", nil},
+	{13, "Heartbeat", testHeartbeat},
+	{4, "Masquerade", testMasquerade},
+}
+
+// suite is what every scenario shares: the cluster, its clients and the
+// names of the objects to dump on failure.
+type suite struct {
+	root    string
+	cluster *localcluster.Cluster
+	kube    kubernetes.Interface
+	virt    versioned.Interface
+	// demo is the VM of deploy/examples/vm.yaml, created by scenario 1 and
+	// used by the scenarios after it until scenario 6 stops it.
+	demo string
+}
+
+func TestAcceptance(t *testing.T) {
+	requirePrereqs(t)
+	start := time.Now()
+	s := setUp(t)
+	t.Logf("setup (cluster, images, deploy): %v", time.Since(start).Round(100*time.Millisecond))
+
+	times := map[int]time.Duration{}
+	results := map[int]string{}
+	for _, sc := range scenarios {
+		name := fmt.Sprintf("%02d_%s", sc.n, sc.name)
+		began := time.Now()
+		ok := t.Run(name, func(t *testing.T) {
+			if m, pending := Pending[sc.n]; pending || sc.run == nil {
+				t.Skipf("pending: %s (issue %d)", m.Piece, m.Issue)
+			}
+			t.Cleanup(func() {
+				if t.Failed() {
+					s.dump(t)
+				}
+			})
+			sc.run(t, s)
+		})
+		times[sc.n] = time.Since(began)
+		switch {
+		case !ok:
+			results[sc.n] = "FAIL"
+		case Pending[sc.n].Piece != "":
+			results[sc.n] = "pending"
+		default:
+			results[sc.n] = "ok"
+		}
+	}
+	report(t, times, results, time.Since(start))
+}
+
+// report prints each scenario's time and result and the pending list.
+func report(t *testing.T, times map[int]time.Duration, results map[int]string, total time.Duration) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "acceptance scenarios (milestone 1), total %v:\n", total.Round(time.Second))
+	for _, sc := range scenarios {
+		fmt.Fprintf(&b, "  %2d %-20s %-8s %v\n", sc.n, sc.name, results[sc.n], times[sc.n].Round(100*time.Millisecond))
+	}
+	var ns []int
+	for n := range Pending {
+		ns = append(ns, n)
+	}
+	sort.Ints(ns)
+	b.WriteString("pending scenarios:\n")
+	for _, n := range ns {
+		issue := "no issue yet"
+		if Pending[n].Issue != 0 {
+			issue = fmt.Sprintf("issue %d", Pending[n].Issue)
+		}
+		fmt.Fprintf(&b, "  %2d: %s (%s)\n", n, Pending[n].Piece, issue)
+	}
+	t.Log(b.String())
+}
+
+// requirePrereqs fails (CI=true) or skips without root or the cluster's
+// binaries and images.
+func requirePrereqs(t *testing.T) {
+	t.Helper()
+	missing := func(what, target string) {
+		t.Helper()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s missing (make %s)", what, target)
+		}
+		t.Skipf("%s missing: run make %s (or make test)", what, target)
+	}
+	if testing.Short() {
+		t.Skip("end-to-end suite skipped in -short mode")
+	}
+	if os.Geteuid() != 0 {
+		missing("root", "test as root")
+	}
+	out, err := localcluster.OutDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct{ path, target string }{
+		{filepath.Join(out, "k8s", "bin", "kubelet"), "cluster-binaries"},
+		{filepath.Join(out, "k8s", "bin", "kubectl"), "cluster-binaries"},
+		{filepath.Join(out, "images", "nodevirt-agent.tar"), "images"},
+		{filepath.Join(out, "images", "nodevirt-controller.tar"), "images"},
+		{filepath.Join(out, "images", "nodevirt-launcher.tar"), "images"},
+		{filepath.Join(out, "images", "guest-kernel.tar"), "images"},
+	} {
+		if _, err := os.Stat(f.path); err != nil {
+			missing(f.path, f.target)
+		}
+	}
+	if _, err := exec.LookPath("containerd"); err != nil {
+		missing("containerd", "cluster-packages")
+	}
+}
+
+// setUp takes the cluster lock, reuses or starts the cluster, imports the
+// images and deploys nodevirt; cleanups undo what it started.
+func setUp(t *testing.T) *suite {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := localcluster.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(unlock)
+
+	dir := os.Getenv("NODEVIRT_E2E_CLUSTER_DIR")
+	if dir == "" {
+		dir = filepath.Join(root, ".cluster")
+	}
+	if marker, err := os.ReadFile("/run/nodevirt-cluster"); err == nil {
+		dir = strings.TrimSpace(string(marker)) // one cluster per host: use the running one
+	}
+	log := &testLog{t: t}
+	c, err := localcluster.Load(dir)
+	switch {
+	case err == nil:
+		t.Logf("reusing the local cluster in %s", dir)
+		if err := run(ctx, log, root, "make", "--no-print-directory", "images"); err != nil {
+			t.Fatalf("make images: %v", err)
+		}
+	case errors.Is(err, localcluster.ErrNotRunning):
+		t.Logf("starting a local cluster in %s", dir)
+		c, err = localcluster.Up(ctx, localcluster.Config{Dir: dir, Log: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if os.Getenv("NODEVIRT_E2E_KEEP") != "1" {
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				defer cancel()
+				if err := c.Down(ctx); err != nil {
+					t.Errorf("cluster down: %v", err)
+				}
+			})
+		}
+	default:
+		t.Fatal(err)
+	}
+
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "deploy-local.sh"))
+	cmd.Env = append(os.Environ(), "CLUSTER_DIR="+c.Dir, "RESTART=1")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("hack/deploy-local.sh: %v", err)
+	}
+
+	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.QPS, rc.Burst = 50, 100
+	s := &suite{root: root, cluster: c, kube: kubernetes.NewForConfigOrDie(rc), virt: versioned.NewForConfigOrDie(rc)}
+	s.kubectl(t, nil, "create", "namespace", namespace)
+	t.Cleanup(func() { s.deleteNamespace(t) })
+	return s
+}
+
+// deleteNamespace removes everything the scenarios left and waits until
+// the namespace is gone (the agent removes VMI finalizers after stopping
+// the guests).
+func (s *suite) deleteNamespace(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := s.cluster.Kubectl(ctx, nil, "delete", "namespace", namespace, "--wait=true", "--timeout=170s"); err != nil {
+		t.Errorf("delete namespace %s: %v", namespace, err)
+	}
+}
+
+// run runs a command in dir with its output going to w.
+func run(ctx context.Context, w *testLog, dir string, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = w, w
+	return cmd.Run()
+}
+
+// testLog is an io.Writer into t.Log, one call per write.
+type testLog struct{ t *testing.T }
+
+func (l *testLog) Write(p []byte) (int, error) {
+	l.t.Helper()
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
