@@ -137,10 +137,11 @@ func testQEMUKilled(t *testing.T, s *suite) {
 	// Second crash: the VM backs off and says so.
 	vmi = s.waitNewVMI(t, name, string(vmi.UID), 2*time.Minute)
 	vmi = s.waitVMI(t, name, 60*time.Second, "Running", phaseIs(v1.Running))
+	w = s.watchVMI(t, vmi)
 	killQEMU(t, name)
-	s.waitVMI(t, name, 10*time.Second, "Failed", func(v *v1.VirtualMachineInstance) bool {
-		return v.UID != vmi.UID || v.Status.Phase == v1.Failed
-	})
+	if got := w.waitPhase(t, v1.Failed, 10*time.Second); got != v1.Failed {
+		t.Fatalf("VMI %s after the second SIGKILL: %s, want Failed", name, got)
+	}
 	vm := s.waitVM(t, name, 20*time.Second, "CrashLoopBackOff", func(vm *v1.VirtualMachine) bool {
 		return vm.Status.PrintableStatus == v1.VirtualMachineStatusCrashLoopBackOff && vm.Status.StartFailure != nil &&
 			vm.Status.StartFailure.ConsecutiveFailCount >= 2
@@ -206,8 +207,17 @@ func testGracePeriod(t *testing.T, s *suite) {
 	}
 	s.waitVMIGone(t, name, "", 60*time.Second)
 	s.waitPodsGone(t, string(vmi.UID), 60*time.Second)
-	if _, err := os.Stat(podDir); !os.IsNotExist(err) {
-		t.Errorf("pod dir %s (sockets) left behind: %v", podDir, err)
+	// The kubelet removes a deleted pod's directory (with the sockets
+	// emptyDir) in its housekeeping, a few seconds later.
+	for end := time.Now().Add(60 * time.Second); ; {
+		if _, err := os.Stat(podDir); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Errorf("pod dir %s (sockets, serial log) left behind 60 s after the pod was gone", podDir)
+			break
+		}
+		time.Sleep(poll)
 	}
 	if qemuPid(name) != 0 {
 		t.Errorf("a QEMU for %s is left", name)
