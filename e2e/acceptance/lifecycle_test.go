@@ -68,10 +68,10 @@ func testRunStrategies(t *testing.T, s *suite) {
 		t.Run("HaltedToAlways", func(t *testing.T) {
 			s.patchRunStrategy(t, s.demo, "Always")
 			nv := s.waitNewVMI(t, s.demo, string(vmi.UID), 30*time.Second)
-			nv = s.waitVMI(t, s.demo, 60*time.Second, "Running", phaseIs(v1.Running))
-			if nv.UID == vmi.UID {
-				t.Errorf("new VMI has the old UID %s", vmi.UID)
-			}
+			t.Logf("new VMI %s (was %s)", nv.UID, vmi.UID)
+			s.waitVMI(t, s.demo, 60*time.Second, "Running", func(v *v1.VirtualMachineInstance) bool {
+				return v.UID == nv.UID && v.Status.Phase == v1.Running
+			})
 		})
 	})
 	t.Run("AlwaysVMIDeleted", func(t *testing.T) {
@@ -135,7 +135,7 @@ func testQEMUKilled(t *testing.T, s *suite) {
 	s.waitEvent(t, string(vmi.UID), "Warning", "Stopped", 10*time.Second)
 
 	// Second crash: the VM backs off and says so.
-	vmi = s.waitNewVMI(t, name, string(vmi.UID), 2*time.Minute)
+	s.waitNewVMI(t, name, string(vmi.UID), 2*time.Minute)
 	vmi = s.waitVMI(t, name, 60*time.Second, "Running", phaseIs(v1.Running))
 	w = s.watchVMI(t, vmi)
 	killQEMU(t, name)
