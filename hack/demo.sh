@@ -44,11 +44,12 @@ cat <<EOT
 
 Next:
   export KUBECONFIG=$KUBECONFIG_ADMIN PATH=$K8S_BIN:\$PATH
-  curl http://$pod_ip/                               # the guest's web server (declared port 80)
-  kubectl get vmi $VM -o yaml                         # conditions, guestOSInfo, interfaces
+  curl http://$pod_ip/          # the guest's web server (declared port 80)
+  kubectl get vmi $VM -o yaml   # conditions, guestOSInfo, interfaces
   kubectl patch vm $VM --type=merge -p '{"spec":{"runStrategy":"Halted"}}'   # ACPI shutdown
-  kubectl patch vm $VM --type=merge -p '{"spec":{"runStrategy":"Always"}}'   # start again
-  tail -f '$serial'                                   # the guest's console
-  kubectl -n nodevirt logs daemonset/nodevirt-agent   # the node agent
-  make demo-down                                      # stop the cluster
+  kubectl patch vm $VM --type=merge -p '{"spec":{"runStrategy":"Always"}}'   # a new VMI
+  kubectl -n nodevirt logs daemonset/nodevirt-agent       # the node agent
+  kubectl apply -f deploy/examples/vm-v1alpha3.yaml       # KubeVirt's older form, containerDisk
+  tail -f $serial   # the guest's console
+  make demo-down                # stop the local cluster
 EOT
