@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
@@ -22,6 +23,9 @@ import (
 
 // Deps are the controller process's collaborators.
 type Deps struct {
+	// Lease renews the leader lease. Give it its own client (own rate
+	// limiter): renewals must never queue behind the controllers' writes.
+	Lease    coordinationv1client.LeasesGetter
 	Kube     kubernetes.Interface
 	Kubevirt versioned.Interface
 	Log      *slog.Logger
@@ -37,7 +41,7 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	}
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.LeaseName},
-		Client:     d.Kube.CoordinationV1(),
+		Client:     d.Lease,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
 	}
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(cfg.RenewDeadline)

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -55,6 +56,10 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
+	leaseClient, err := kubernetes.NewForConfig(rest.CopyConfig(rc))
+	if err != nil {
+		return err
+	}
 	rc.QPS, rc.Burst = 200, 400
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
@@ -69,5 +74,5 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	return controller.Run(ctx, cfg, controller.Deps{Kube: kube, Kubevirt: kv, Log: log, Registry: reg})
+	return controller.Run(ctx, cfg, controller.Deps{Lease: leaseClient.CoordinationV1(), Kube: kube, Kubevirt: kv, Log: log, Registry: reg})
 }
