@@ -17,6 +17,7 @@
 //	RerunOnFailure  no VMI → create; Failed → delete and recreate;
 //	                Succeeded is kept, so the VM stays stopped
 //	Once            no VMI → create; a final VMI is kept, never recreated
+//	                (deleting the kept VMI by hand starts the VM once more)
 //	Manual          only state change requests start and stop
 //	Halted          any VMI → delete
 //
