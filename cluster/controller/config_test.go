@@ -18,7 +18,9 @@ func TestConfig_WithData(t *testing.T) {
 	}{
 		{"empty keeps flags", nil, func(*Config) {}, false},
 		{"all keys", map[string]string{KeyLauncherImage: "reg/launcher:v2", KeyUseEmulation: "true", KeyHeartbeatThreshold: "30s"},
-			func(c *Config) { c.LauncherImage, c.Emulation, c.HeartbeatThreshold = "reg/launcher:v2", true, 30*time.Second }, false},
+			func(c *Config) {
+				c.LauncherImage, c.Emulation, c.HeartbeatThreshold = "reg/launcher:v2", true, 30*time.Second
+			}, false},
 		{"empty image ignored", map[string]string{KeyLauncherImage: ""}, func(*Config) {}, false},
 		{"bad bool", map[string]string{KeyUseEmulation: "yes please"}, nil, true},
 		{"bad duration", map[string]string{KeyHeartbeatThreshold: "5"}, nil, true},

@@ -9,8 +9,10 @@
 //	          └─────────────┴──► Failed (reason PodFailed / PodDeleted: the pod
 //	                              ended or vanished before an agent took over)
 //
-// Pending: no launcher pod in the cache yet (the controller creates it).
-// Scheduling: the pod exists but is not Running; unschedulable pods and
+// Pending: no launcher pod yet. The controller creates it and, once the
+// create succeeded, records Pending and Scheduling in one status write (a
+// VMI stays Pending only while its pod cannot be rendered, e.g. a missing
+// PVC). Scheduling: the pod exists but is not Running; unschedulable pods and
 // image pull errors are mirrored as False conditions PodScheduled
 // (Unschedulable) and Synchronized (ErrImagePull, ImagePullBackOff,
 // PvcNotFound), which the VM shows as its printableStatus. Scheduled: the

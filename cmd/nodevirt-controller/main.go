@@ -47,6 +47,8 @@ func run() error {
 	flag.BoolVar(&cfg.Emulation, "use-emulation", cfg.Emulation, "run VMs under TCG emulation (no devices.kubevirt.io/kvm request)")
 	flag.DurationVar(&cfg.HeartbeatThreshold, "heartbeat-threshold", cfg.HeartbeatThreshold, "node heartbeat age after which the node is unresponsive")
 	flag.DurationVar(&cfg.HeartbeatRecheck, "heartbeat-recheck", cfg.HeartbeatRecheck, "how often a stale node is checked again")
+	qps := flag.Float64("kube-api-qps", 200, "API requests per second of the controllers (leader election has its own client)")
+	burst := flag.Int("kube-api-burst", 400, "API request burst of the controllers")
 	flag.Parse()
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -60,7 +62,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	rc.QPS, rc.Burst = 200, 400
+	rc.QPS, rc.Burst = float32(*qps), *burst
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
