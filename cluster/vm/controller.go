@@ -184,7 +184,7 @@ func (c *Controller) deleteOrphan(ctx context.Context, vmi *v1.VirtualMachineIns
 		return nil
 	}
 	ref := metav1.GetControllerOf(vmi)
-	if ref == nil || ref.Kind != vmKind.Kind {
+	if ref == nil || ref.Kind != vmKind {
 		return nil
 	}
 	if err := c.delete(ctx, vmi); err != nil {
