@@ -44,9 +44,13 @@ func startCluster(t testing.TB) *cluster {
 	return c
 }
 
-// buildController builds cmd/nodevirt-controller into t.TempDir().
+// buildController builds cmd/nodevirt-controller into t.TempDir(), or
+// returns $NODEVIRT_CONTROLLER_BIN when set (e.g. a -race build).
 func buildController(t testing.TB) string {
 	t.Helper()
+	if bin := os.Getenv("NODEVIRT_CONTROLLER_BIN"); bin != "" {
+		return bin
+	}
 	root, err := apitest.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -112,8 +116,11 @@ func (c *cluster) startReplica(t testing.TB, id string, extra ...string) *replic
 			r.signal(syscall.SIGKILL)
 			<-r.exited
 		}
+		data, _ := os.ReadFile(r.logPath)
+		if strings.Contains(string(data), "DATA RACE") {
+			t.Errorf("controller %s: the race detector fired", id)
+		}
 		if t.Failed() {
-			data, _ := os.ReadFile(r.logPath)
 			lines := strings.Split(string(data), "\n")
 			t.Logf("controller %s log tail:\n%s", id, strings.Join(lines[max(0, len(lines)-40):], "\n"))
 		}
