@@ -46,6 +46,16 @@
 // The VM finalizer kubevirt.io/virtualMachineControllerFinalize holds a
 // deleted VM until its VMI is gone.
 //
+// # Status
+//
+// printableStatus (Stopped, Starting, Running, Paused, Stopping,
+// Terminating, CrashLoopBackOff, Migrating, Unknown, and the launcher pod
+// problems the vmi controller mirrors on the VMI: ErrorUnschedulable,
+// ErrImagePull, ImagePullBackOff, ErrorPvcNotFound), created, ready, the
+// Ready and Paused conditions mirrored from the VMI, and Failure=True when
+// the API server rejects the VMI created from the template (a permanent
+// error: not retried until the VM changes).
+//
 // Concurrency: one Controller serves any number of workers; the queue
 // guarantees that one key is never synced by two workers at once.
 package vm

@@ -24,6 +24,9 @@ func deriveStatus(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, status 
 	status.ObservedGeneration = vm.Generation
 	status.DesiredGeneration = vm.Generation
 	status.Conditions = mirrorConditions(status.Conditions, vmi, now)
+	if vmi != nil {
+		status.Conditions = dropFailure(status.Conditions) // a VMI exists: creation worked
+	}
 	return status
 }
 
@@ -131,5 +134,15 @@ func mirrorConditions(old []v1.VirtualMachineCondition, vmi *v1.VirtualMachineIn
 		}
 	}
 	mirror(ready)
+	return out
+}
+
+func dropFailure(conds []v1.VirtualMachineCondition) []v1.VirtualMachineCondition {
+	var out []v1.VirtualMachineCondition
+	for _, c := range conds {
+		if c.Type != v1.VirtualMachineFailure {
+			out = append(out, c)
+		}
+	}
 	return out
 }
