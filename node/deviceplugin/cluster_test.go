@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodevirt/nodevirt/e2e/localcluster"
 	"github.com/nodevirt/nodevirt/node/deviceplugin"
+	"github.com/nodevirt/nodevirt/node/launchspec/convert"
 )
 
 // TestCluster_RealKubelet runs the plugins for this host's devices against
@@ -35,11 +36,11 @@ func TestCluster_RealKubelet(t *testing.T) {
 	}
 	node := c.Nodes[0]
 	host := os.DirFS("/")
-	kvm := deviceplugin.DetectKVM(host)
-	devs := deviceplugin.HostDevices(host, kvm)
+	kvm := convert.DetectKVM(host)
+	devs := deviceplugin.HostDevices(host, kvm.Usable)
 	t.Logf("KVM usable=%v (%s); devices %v", kvm.Usable, kvm.Reason, devs)
 	if _, err := os.Stat("/sys/module/kvm_pvm"); err == nil && kvm.Usable {
-		t.Errorf("DetectKVM() on a kvm_pvm host = %+v, want not usable", kvm)
+		t.Errorf("convert.DetectKVM() on a kvm_pvm host = %+v, want not usable", kvm)
 	}
 
 	start := time.Now()

@@ -27,8 +27,8 @@
 //
 // Which devices a node offers is decided once, at start, by HostDevices:
 // tun and vhost-net where their device nodes exist, kvm only where KVM is
-// usable for ordinary guests (DetectKVM: a /dev/kvm backed by kvm_pvm is
-// not).
+// usable for ordinary guests (the caller decides, with
+// node/launchspec/convert.DetectKVM: a /dev/kvm backed by kvm_pvm is not).
 //
 // Concurrency: Run may be called once per Plugin. The gRPC handlers run
 // concurrently and share only immutable state.

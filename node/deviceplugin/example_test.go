@@ -6,14 +6,15 @@ import (
 	"os"
 
 	"github.com/nodevirt/nodevirt/node/deviceplugin"
+	"github.com/nodevirt/nodevirt/node/launchspec/convert"
 )
 
 // The node agent offers whatever this host has, until it stops.
 func Example() {
 	ctx := context.Background() // the agent's lifetime
 	host := os.DirFS("/")
-	kvm := deviceplugin.DetectKVM(host)
-	devs := deviceplugin.HostDevices(host, kvm)
+	kvm := convert.DetectKVM(host)
+	devs := deviceplugin.HostDevices(host, kvm.Usable)
 	log := slog.Default().With("component", "deviceplugin")
 	log.Info("offering devices", "devices", devs, "kvmUsable", kvm.Usable, "why", kvm.Reason)
 	go func() {
