@@ -5,9 +5,10 @@
 // allowed in its device cgroup) without any privilege or hostPath.
 //
 // One Plugin serves one resource. It listens on its own unix socket in the
-// kubelet's device-plugin directory, registers there through kubelet.sock and advertises Config.Count identical, healthy
-// devices; every allocation hands out the same device node, because a device
-// node is shareable, the count only caps how many containers may hold one.
+// kubelet's device-plugin directory, registers through kubelet.sock there,
+// and advertises Config.Count identical, healthy devices. Every allocation
+// hands out the same device node: a device node is shareable, the count
+// only caps how many containers may hold one.
 //
 // The directory is /var/lib/kubelet/device-plugins on every node: kubelet
 // v1.34 hardcodes it and ignores --root-dir for it, so a DaemonSet mounts
