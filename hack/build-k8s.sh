@@ -3,7 +3,7 @@
 # proxy into $NODEVIRT_OUT/k8s/bin (default _output/k8s/bin).
 #
 #   hack/build-k8s.sh kube-apiserver etcd            # the test API server
-#   hack/build-k8s.sh kube-apiserver kube-scheduler kube-controller-manager kubelet kube-proxy etcd
+#   hack/build-k8s.sh kube-apiserver kube-scheduler kube-controller-manager kubelet kube-proxy kubectl etcd
 #
 # Go's build cache makes a second run a no-op; the binaries are reproducible.
 set -euo pipefail
@@ -16,7 +16,9 @@ ldflags="-s -w"
 for v in gitVersion=$version gitMajor=1 gitMinor=34 gitTreeState=clean buildDate=2026-01-01T00:00:00Z; do
 	ldflags+=" -X k8s.io/component-base/version.$v"
 done
-ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=$version"
+for v in gitVersion=$version gitMajor=1 gitMinor=34; do
+	ldflags+=" -X k8s.io/client-go/pkg/version.$v"
+done
 
 pkgs=()
 for c in "$@"; do
@@ -24,7 +26,7 @@ for c in "$@"; do
 	etcd)
 		(cd "$root/hack/etcd" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/etcd" .)
 		;;
-	kube-apiserver | kube-scheduler | kube-controller-manager | kubelet | kube-proxy)
+	kube-apiserver | kube-scheduler | kube-controller-manager | kubelet | kube-proxy | kubectl)
 		pkgs+=("k8s.io/kubernetes/cmd/$c")
 		;;
 	*)

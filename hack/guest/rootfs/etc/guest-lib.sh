@@ -25,16 +25,15 @@ set_hostname() {
 	update_index
 }
 
-# wait_for_nic: true once eth0 exists (virtio_net probes asynchronously).
+# wait_for_nic: true once eth0 exists, false at once if there is no virtio
+# network device (virtio device id 1); virtio_net probes asynchronously.
 wait_for_nic() {
-	for _ in 1 2 3 4 5 6 7 8 9 10; do
+	grep -qsx 0x0001 /sys/bus/virtio/devices/*/device || return 1
+	for _ in $(seq 20); do
 		[ -e /sys/class/net/eth0 ] && return 0
-		# Without any virtio-net PCI device there is nothing to wait for.
-		grep -qs 0x1000 /sys/bus/pci/devices/*/device 2>/dev/null || \
-			grep -qs 0x1041 /sys/bus/pci/devices/*/device 2>/dev/null || return 1
-		sleep 0.2
+		sleep 0.1
 	done
-	[ -e /sys/class/net/eth0 ]
+	return 1
 }
 
 # nocloud_mount mounts the block device labelled cidata (or CIDATA) on /cidata.
@@ -57,7 +56,8 @@ nocloud_mount() {
 # nocloud_hostname applies meta-data local-hostname (YAML "key: value" or JSON).
 nocloud_hostname() {
 	[ -f /cidata/meta-data ] || return 0
-	h=$(sed -n 's/^[[:space:]{,"]*local-hostname"\{0,1\}[[:space:]]*[:=][[:space:]]*"\{0,1\}\([A-Za-z0-9.-]*\).*/\1/p' /cidata/meta-data | head -n 1)
+	h=$(grep -o "local-hostname\"\{0,1\}[[:space:]]*:[[:space:]]*[\"']\{0,1\}[A-Za-z0-9.-]*" /cidata/meta-data |
+		head -n 1 | sed "s/.*:[[:space:]]*[\"']\{0,1\}//")
 	[ -n "$h" ] || return 0
 	set_hostname "$h"
 	: >/run/hostname-from-cidata

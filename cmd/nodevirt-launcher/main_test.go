@@ -1,0 +1,54 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestInstallAndCopy(t *testing.T) {
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "bin", "nodevirt-launcher")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code := installCmd([]string{dst}); code != 0 {
+		t.Fatalf("install exited %d", code)
+	}
+	if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o755 || fi.Size() == 0 {
+		t.Errorf("installed binary: %v, %v", fi, err)
+	}
+
+	src := filepath.Join(dir, "boot", "vmlinux=odd")
+	if err := os.MkdirAll(filepath.Dir(src), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(src, []byte("kernel"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	to := filepath.Join(dir, "private", "kernel")
+	if code := copyCmd([]string{"--to", to, src + "=kernel"}); code != 0 {
+		t.Fatalf("copy exited %d", code)
+	}
+	if b, err := os.ReadFile(filepath.Join(to, "kernel")); err != nil || string(b) != "kernel" {
+		t.Errorf("copied kernel = %q, %v", b, err)
+	}
+	for _, bad := range [][]string{{"--to", to, src}, {"--to", to, src + "=../x"}, {src + "=k"}} {
+		if code := copyCmd(bad); code == 0 {
+			t.Errorf("copy %q succeeded", bad)
+		}
+	}
+}
+
+func TestWritePID(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "disks", "root.pid")
+	if err := writePID(p); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(os.Getpid()) {
+		t.Errorf("pid file = %q, %v", b, err)
+	}
+}

@@ -1,0 +1,98 @@
+# shellcheck shell=bash
+# Host state the cluster changes, recorded before the change and undone by
+# down.sh. Sourced after lib.sh. Records live in $HOST:
+#   sysctl.orig   KEY=VALUE of SYSCTLS before the first start
+#   nft.orig      nftables tables before the first start
+#   dirs.orig     which host directories containerd/CNI may create existed
+#   links         links we created (node-IP bridges)
+#   cgroups       cgroup directories we created (the per-node cgroup roots)
+
+# Host directories containerd, the CNI plugins and the kubelet create outside
+# our state dir, children first. The kubelet keeps its device-plugin socket
+# in /var/lib/kubelet/device-plugins whatever its --root-dir.
+HOST_DIRS=(/run/containerd/s /run/containerd /var/lib/cni/results /var/lib/cni
+	/var/lib/kubelet/device-plugins /var/lib/kubelet)
+DEVICE_PLUGIN_DIR=/var/lib/kubelet/device-plugins
+
+host_record() {
+	local s v d
+	mkdir -p "$HOST"
+	[ -f "$HOST/recorded" ] && return 0
+	: >"$HOST/sysctl.orig"
+	for s in "${SYSCTLS[@]}"; do
+		v=$(sysctl -n "$s" 2>/dev/null) && echo "$s=$v" >>"$HOST/sysctl.orig"
+	done
+	nft list tables >"$HOST/nft.orig" 2>/dev/null || true
+	: >"$HOST/dirs.orig"
+	for d in "${HOST_DIRS[@]}"; do
+		[ -d "$d" ] && echo "$d" >>"$HOST/dirs.orig"
+	done
+	touch "$HOST/links" "$HOST/cgroups" "$HOST/recorded"
+}
+
+# host_node_setup I: node I's host-only bridge with the node IP (no dummy
+# links in this kernel; the kubelet refuses a loopback node IP) and its cgroup
+# root in every cgroup v1 hierarchy.
+host_node_setup() {
+	local i=$1 br ip h cg
+	br=$(node_bridge "$i") ip=$(node_ip "$i")
+	if ! ip link show "$br" >/dev/null 2>&1; then
+		ip link add "$br" type bridge
+		echo "$br" >>"$HOST/links"
+	fi
+	ip addr replace "$ip/32" dev "$br"
+	ip link set "$br" up
+	for h in /sys/fs/cgroup/*/; do
+		h=${h%/}
+		[ -L "$h" ] && continue # co-mounted alias (e.g. cpu -> cpu,cpuacct)
+		cg=$h/$(cgroup_name "$i")
+		[ -d "$cg" ] || echo "$cg" >>"$HOST/cgroups"
+		# the kubelet checks that its cgroup root exists in the v1
+		# hierarchies; in the (empty) v2 tree of the hybrid layout it
+		# creates what it needs itself
+		[ "$(basename "$h")" = unified ] && continue
+		mkdir -p "$cg"
+		if [ -f "$cg/cpuset.cpus" ]; then
+			[ -n "$(cat "$cg/cpuset.cpus")" ] || cat "$h/cpuset.cpus" >"$cg/cpuset.cpus"
+			[ -n "$(cat "$cg/cpuset.mems")" ] || cat "$h/cpuset.mems" >"$cg/cpuset.mems"
+		fi
+	done
+}
+
+# nft_table_empty FAMILY NAME: the table holds chains but no rules.
+nft_table_empty() {
+	nft list table "$1" "$2" 2>/dev/null | awk '
+		/^[ \t]*(table|chain) .*\{$/ || /^[ \t]*\}$/ || /^[ \t]*type .* hook / || /^[ \t]*$/ { next }
+		{ found = 1 }
+		END { exit found }'
+}
+
+host_restore() {
+	local l cg fam tbl d
+	[ -d "$HOST" ] || return 0
+	while read -r l; do
+		[ -n "$l" ] && ip link delete "$l" 2>/dev/null && echo "removed link $l"
+	done <"$HOST/links"
+	while read -r cg; do
+		[ -d "$cg" ] && find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null
+		[ -d "$cg" ] && echo "cluster: cgroup $cg still in use" >&2
+	done <"$HOST/cgroups"
+	if [ -f "$HOST/nft.orig" ]; then
+		nft list tables 2>/dev/null | while read -r _ fam tbl; do
+			grep -qx "table $fam $tbl" "$HOST/nft.orig" && continue
+			nft_table_empty "$fam" "$tbl" && nft delete table "$fam" "$tbl" && echo "removed nftables table $fam $tbl"
+		done
+	fi
+	# A device-plugin dir we created holds only our kubelets' and plugins'
+	# sockets and the kubelet's checkpoint.
+	if [ -d "$DEVICE_PLUGIN_DIR" ] && ! grep -qx "$DEVICE_PLUGIN_DIR" "$HOST/dirs.orig"; then
+		find "$DEVICE_PLUGIN_DIR" -mindepth 1 -maxdepth 1 \( -type s -o -name kubelet_internal_checkpoint \) -delete
+	fi
+	for d in "${HOST_DIRS[@]}"; do
+		[ -d "$d" ] && ! grep -qx "$d" "$HOST/dirs.orig" && rmdir "$d" 2>/dev/null && echo "removed $d"
+	done
+	if [ -f "$HOST/sysctl.orig" ]; then
+		sysctl -q -p "$HOST/sysctl.orig" 2>/dev/null || sysctl -q -e -p "$HOST/sysctl.orig" || true
+	fi
+	rm -rf "$HOST"
+}

@@ -1,0 +1,161 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nodevirt/nodevirt/node/launchspec"
+)
+
+// prepareDisks creates the images the spec lists, in order.
+func (s *Server) prepareDisks(ctx context.Context, disks []launchspec.DiskPrep) error {
+	for _, d := range disks {
+		var err error
+		switch d.Kind {
+		case launchspec.ContainerDisk:
+			err = s.prepareContainerDisk(ctx, d)
+		case launchspec.EmptyDisk:
+			err = s.prepareEmptyDisk(ctx, d)
+		default:
+			err = fmt.Errorf("unknown kind %q", d.Kind)
+		}
+		if err != nil {
+			return fmt.Errorf("prepare %s volume %q: %w", d.Kind, d.Volume, err)
+		}
+	}
+	return nil
+}
+
+// prepareContainerDisk creates a qcow2 overlay backed by the disk in the
+// holder container, reached through /proc/<holder pid>/root.
+func (s *Server) prepareContainerDisk(ctx context.Context, d launchspec.DiskPrep) error {
+	pid, err := waitHolderPID(ctx, d.HolderPIDFile, s.cfg.HolderWait)
+	if err != nil {
+		return err
+	}
+	src, err := holderDisk(fmt.Sprintf("/proc/%d/root", pid), d.SourcePath)
+	if err != nil {
+		return err
+	}
+	format, err := detectFormat(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(d.Target), 0o755); err != nil {
+		return err
+	}
+	// An overlay left by an earlier attempt holds no guest data yet (QEMU
+	// never ran from it in this pod): start afresh.
+	if err := os.Remove(d.Target); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return s.qemuImg(ctx, "create", "-q", "-f", "qcow2", "-F", format, "-b", src, d.Target)
+}
+
+// prepareEmptyDisk creates a sparse image unless it exists.
+func (s *Server) prepareEmptyDisk(ctx context.Context, d launchspec.DiskPrep) error {
+	if _, err := os.Stat(d.Target); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(d.Target), 0o755); err != nil {
+		return err
+	}
+	if d.Format == "qcow2" {
+		return s.qemuImg(ctx, "create", "-q", "-f", "qcow2", d.Target, strconv.FormatInt(d.SizeBytes, 10))
+	}
+	f, err := os.OpenFile(d.Target, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(d.SizeBytes); err != nil {
+		f.Close()
+		os.Remove(d.Target)
+		return err
+	}
+	return f.Close()
+}
+
+func (s *Server) qemuImg(ctx context.Context, args ...string) error {
+	out, err := exec.CommandContext(ctx, s.cfg.QEMUImg, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("qemu-img %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// waitHolderPID polls pidFile until it names a live process.
+func waitHolderPID(ctx context.Context, pidFile string, wait time.Duration) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		b, err := os.ReadFile(pidFile)
+		if err == nil {
+			pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+			if perr == nil && pid > 0 {
+				if _, err := os.Stat(fmt.Sprintf("/proc/%d/root", pid)); err == nil {
+					return pid, nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("wait for disk holder pid in %s: %w", pidFile, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// holderDisk resolves the disk file inside the holder's root. An empty path
+// means the only regular file under /disk/.
+func holderDisk(root, path string) (string, error) {
+	if path == "" {
+		dir := filepath.Join(root, "disk")
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return "", fmt.Errorf("find the disk: %w", err)
+		}
+		var files []string
+		for _, e := range entries {
+			if e.Type().IsRegular() {
+				files = append(files, e.Name())
+			}
+		}
+		if len(files) != 1 {
+			return "", fmt.Errorf("find the disk: want exactly one file in /disk/, found %q", files)
+		}
+		return filepath.Join(dir, files[0]), nil
+	}
+	full := filepath.Join(root, path)
+	if !strings.HasPrefix(full, root+"/") {
+		return "", fmt.Errorf("disk path %q leaves the container's root", path)
+	}
+	return full, nil
+}
+
+// detectFormat tells qcow2 from raw by the qcow2 magic.
+func detectFormat(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var magic [4]byte
+	if _, err := io.ReadFull(f, magic[:]); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	if string(magic[:]) == "QFI\xfb" {
+		return "qcow2", nil
+	}
+	return "raw", nil
+}

@@ -1,0 +1,103 @@
+package launcher
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nodevirt/nodevirt/node/launchspec"
+)
+
+func TestHolderDisk(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "disk"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holderDisk(root, ""); err == nil {
+		t.Errorf("empty /disk: no error")
+	}
+	if err := os.WriteFile(filepath.Join(root, "disk", "a.img"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := holderDisk(root, ""); err != nil || got != filepath.Join(root, "disk", "a.img") {
+		t.Errorf("holderDisk default = %q, %v", got, err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "disk", "b.img"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holderDisk(root, ""); err == nil {
+		t.Errorf("two files in /disk: no error")
+	}
+	if got, err := holderDisk(root, "/disk/b.img"); err != nil || got != filepath.Join(root, "disk", "b.img") {
+		t.Errorf("holderDisk explicit = %q, %v", got, err)
+	}
+	for _, bad := range []string{"/../etc/passwd", "../../x"} {
+		if got, err := holderDisk(root, bad); err == nil {
+			t.Errorf("holderDisk(%q) = %q, want an error", bad, got)
+		}
+	}
+}
+
+func TestDetectFormat(t *testing.T) {
+	dir := t.TempDir()
+	for name, tt := range map[string]struct {
+		data string
+		want string
+	}{
+		"q.img":     {"QFI\xfb\x00\x00\x00\x03", "qcow2"},
+		"raw.img":   {"\xeb\x3c\x90mkfs", "raw"},
+		"short.img": {"QF", "raw"},
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(tt.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := detectFormat(p); err != nil || got != tt.want {
+			t.Errorf("detectFormat(%s) = %q, %v; want %q", name, got, err, tt.want)
+		}
+	}
+}
+
+func TestPrepareEmptyDisk_SparseAndKept(t *testing.T) {
+	priv := t.TempDir()
+	s, err := NewServer(Config{SocketsDir: t.TempDir(), PrivateDir: priv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := launchspec.DiskPrep{Volume: "e", Kind: launchspec.EmptyDisk, Target: filepath.Join(priv, "empty", "e.img"), Format: "raw", SizeBytes: 1 << 30}
+	if err := s.prepareDisks(context.Background(), []launchspec.DiskPrep{d}); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(d.Target)
+	if err != nil || fi.Size() != 1<<30 {
+		t.Fatalf("stat = %v, %v; want 1 GiB", fi, err)
+	}
+	if err := os.WriteFile(d.Target, []byte("guest data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.prepareDisks(context.Background(), []launchspec.DiskPrep{d}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(d.Target); string(b) != "guest data" {
+		t.Errorf("an existing emptyDisk image was replaced")
+	}
+}
+
+func TestWaitHolderPID(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "disks", "v.pid")
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		_ = os.MkdirAll(filepath.Dir(pidFile), 0o755)
+		_ = os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+	}()
+	pid, err := waitHolderPID(context.Background(), pidFile, 10*time.Second)
+	if err != nil || pid != os.Getpid() {
+		t.Errorf("waitHolderPID = %d, %v; want %d", pid, err, os.Getpid())
+	}
+	if _, err := waitHolderPID(context.Background(), pidFile+".missing", 200*time.Millisecond); err == nil {
+		t.Errorf("waitHolderPID of a missing file: no error")
+	}
+}

@@ -1,0 +1,332 @@
+package launcher_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nodevirt/nodevirt/node/launcher"
+	"github.com/nodevirt/nodevirt/node/launchspec"
+)
+
+const bootTimeout = 90 * time.Second
+
+// launcherBin is the nodevirt-launcher built once by TestMain.
+var launcherBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "nodevirt-launcher-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	launcherBin = filepath.Join(dir, "nodevirt-launcher")
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// prereq fails the test under CI=true and skips it otherwise.
+func prereq(t *testing.T, ok bool, what, target string) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("prerequisite missing under CI=true: %s (provided by `make %s`)", what, target)
+	}
+	t.Skipf("prerequisite missing: %s (run `make %s`)", what, target)
+}
+
+// guestDir returns the built test guest's directory, after checking QEMU.
+func guestDir(t *testing.T) string {
+	t.Helper()
+	for _, bin := range []string{launcher.DefaultQEMU, launcher.DefaultQEMUImg} {
+		_, err := os.Stat(bin)
+		prereq(t, err == nil, bin, "guest-deps")
+	}
+	dir := filepath.Join(outDir(t), "guest")
+	for _, f := range []string{"vmlinux", "initrd.img", "disk.qcow2"} {
+		_, err := os.Stat(filepath.Join(dir, f))
+		prereq(t, err == nil, "test guest "+filepath.Join(dir, f), "guest-images")
+	}
+	return dir
+}
+
+// outDir is $NODEVIRT_OUT, or _output in the repository root.
+func outDir(t *testing.T) string {
+	if d := os.Getenv("NODEVIRT_OUT"); d != "" {
+		return d
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil &&
+			bytes.Contains(b, []byte("module github.com/nodevirt/nodevirt\n")) {
+			return filepath.Join(d, "_output")
+		}
+		if filepath.Dir(d) == d {
+			t.Fatalf("no nodevirt go.mod above %s", wd)
+		}
+	}
+}
+
+var buildOnce sync.Once
+var buildErr error
+
+// buildLauncher builds cmd/nodevirt-launcher as CI builds it (static).
+func buildLauncher(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		cmd := exec.Command("go", "build", "-trimpath", "-o", launcherBin, "github.com/nodevirt/nodevirt/cmd/nodevirt-launcher")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return launcherBin
+}
+
+// pod is a temp directory laid out like the launcher pod's volumes.
+type pod struct {
+	paths launchspec.Paths
+}
+
+func newPod(t *testing.T) *pod {
+	dir := t.TempDir()
+	p := launchspec.Paths{
+		Sockets: filepath.Join(dir, "sockets"),
+		Private: filepath.Join(dir, "private"),
+		PVCs:    filepath.Join(dir, "pvcs"),
+		Block:   filepath.Join(dir, "dev"),
+	}
+	for _, d := range []string{p.Sockets, p.Private} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &pod{paths: p}
+}
+
+// proc is a child process the test started; Cleanup kills it by pid.
+type proc struct {
+	cmd    *exec.Cmd
+	done   chan struct{}
+	stderr *lockedBuffer
+}
+
+func startProc(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(name, args...), done: make(chan struct{}), stderr: &lockedBuffer{}}
+	p.cmd.Stdout, p.cmd.Stderr = p.stderr, p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("%s output:\n%s", filepath.Base(name), p.stderr.String())
+		}
+	})
+	return p
+}
+
+// wait returns the exit code once the process ended, or fails after timeout.
+func (p *proc) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		t.Fatalf("process %d still running after %v", p.cmd.Process.Pid, timeout)
+		return 0
+	}
+}
+
+// startLauncher runs `nodevirt-launcher run` for pod and waits for its API.
+func startLauncher(t *testing.T, pd *pod) (*proc, *launcher.Client) {
+	t.Helper()
+	bin := buildLauncher(t)
+	p := startProc(t, bin, "run", "--sockets", pd.paths.Sockets, "--private", pd.paths.Private,
+		"--linger", "300ms", "--kill-wait", "2s")
+	c := launcher.NewClient(pd.paths.Socket(launchspec.LauncherSocket))
+	poll(t, 10*time.Second, "launcher API", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := c.Status(ctx)
+		return err
+	})
+	return p, c
+}
+
+// poll calls f until it succeeds or timeout passes.
+func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not ready after %v: %v", what, timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitRunning polls the launcher until QEMU runs. QEMU dies with the
+// launcher (PR_SET_PDEATHSIG); a cleanup kills it by pid as a second guard.
+func waitRunning(t *testing.T, c *launcher.Client) launcher.Status {
+	t.Helper()
+	var st launcher.Status
+	poll(t, 60*time.Second, "QEMU running", func() error {
+		var err error
+		st, err = c.Status(context.Background())
+		if err != nil {
+			return err
+		}
+		if st.State == launcher.StateExited {
+			t.Fatalf("launcher exited: %+v", st)
+		}
+		if st.State != launcher.StateRunning {
+			return fmt.Errorf("state %s", st.State)
+		}
+		return nil
+	})
+	t.Cleanup(func() { _ = syscall.Kill(st.QEMUPid, syscall.SIGKILL) })
+	return st
+}
+
+// serial reads the guest's serial console (QEMU listens on serial.sock).
+type serial struct {
+	mu    sync.Mutex
+	lines []string
+	conn  net.Conn
+}
+
+func dialSerial(t *testing.T, path string) *serial {
+	t.Helper()
+	s := &serial{}
+	poll(t, 10*time.Second, "serial console", func() error {
+		c, err := net.Dial("unix", path)
+		if err == nil {
+			s.conn = c
+		}
+		return err
+	})
+	t.Cleanup(func() { s.conn.Close() })
+	go func() {
+		sc := bufio.NewScanner(s.conn)
+		for sc.Scan() {
+			s.mu.Lock()
+			s.lines = append(s.lines, strings.TrimRight(sc.Text(), "\r"))
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+// waitLine waits for a line starting with prefix and returns it.
+func (s *serial) waitLine(t *testing.T, prefix string, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		s.mu.Lock()
+		for _, l := range s.lines {
+			if strings.HasPrefix(l, prefix) {
+				s.mu.Unlock()
+				return l
+			}
+		}
+		s.mu.Unlock()
+		if time.Now().After(deadline) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			t.Fatalf("no serial line %q after %v; console:\n%s", prefix, timeout, strings.Join(s.lines, "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// readExit reads sockets/qemu-exit.json.
+func readExit(t *testing.T, pd *pod) launcher.Exit {
+	t.Helper()
+	b, err := os.ReadFile(pd.paths.Socket(launchspec.ExitFile))
+	if err != nil {
+		t.Fatalf("exit file: %v", err)
+	}
+	var e launcher.Exit
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatalf("exit file %q: %v", b, err)
+	}
+	return e
+}
+
+// rssKiB returns VmRSS and VmHWM of pid in KiB.
+func rssKiB(t *testing.T, pid int) (rss, hwm int) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "VmRSS:":
+			rss, _ = strconv.Atoi(f[1])
+		case "VmHWM:":
+			hwm, _ = strconv.Atoi(f[1])
+		}
+	}
+	if rss == 0 {
+		t.Fatalf("no VmRSS for pid %d", pid)
+	}
+	return rss, hwm
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

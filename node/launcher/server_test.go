@@ -1,0 +1,121 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nodevirt/nodevirt/node/launchspec"
+)
+
+// startServer runs a Server whose QEMU is a missing binary: enough for the
+// API paths that never start QEMU.
+func startServer(t *testing.T) (*Server, *Client, string, <-chan *Exit) {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := NewServer(Config{SocketsDir: dir, PrivateDir: filepath.Join(dir, "private"),
+		QEMU: filepath.Join(dir, "no-qemu"), Linger: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *Exit, 1)
+	go func() {
+		e, err := s.Run(context.Background())
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		done <- e
+	}()
+	c := NewClient(filepath.Join(dir, launchspec.LauncherSocket))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := c.Status(context.Background()); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("launcher API not up")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return s, c, dir, done
+}
+
+func sealed(t *testing.T, s launchspec.Spec) launchspec.Spec {
+	t.Helper()
+	if err := s.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestServer_RejectsBadSpecs(t *testing.T) {
+	s, c, dir, done := startServer(t)
+	tests := []struct {
+		name string
+		spec launchspec.Spec
+	}{
+		{"unsealed", launchspec.Spec{Version: 1, Args: []string{"-S"}}},
+		{"no args", sealed(t, launchspec.Spec{})},
+		{"target outside private", sealed(t, launchspec.Spec{Args: []string{"-S"}, Disks: []launchspec.DiskPrep{
+			{Volume: "e", Kind: launchspec.EmptyDisk, Target: filepath.Join(dir, "sockets-escape.img"), Format: "raw", SizeBytes: 1}}})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := c.Launch(context.Background(), tt.spec)
+			var apiErr *APIError
+			if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 {
+				t.Errorf("Launch = %v, want a 400 APIError", err)
+			}
+		})
+	}
+	if st, _ := c.Status(context.Background()); st.State != StateWaiting {
+		t.Errorf("state after bad specs = %s, want waiting", st.State)
+	}
+	s.Stop()
+	if e := <-done; e != nil {
+		t.Errorf("Run after Stop without launch = %+v, want nil", e)
+	}
+}
+
+func TestServer_LaunchFailureIsRecorded(t *testing.T) {
+	_, c, dir, done := startServer(t)
+	spec := sealed(t, launchspec.Spec{Args: []string{"-S"}})
+	if _, err := c.Launch(context.Background(), spec); err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	e := <-done
+	if e == nil || e.Success() || e.Reason != "launch-failed" {
+		t.Errorf("exit = %+v, want a failed launch", e)
+	}
+	if _, err := os.Stat(filepath.Join(dir, launchspec.ExitFile)); err != nil {
+		t.Errorf("exit file: %v", err)
+	}
+}
+
+func TestServer_StopWhilePreparing(t *testing.T) {
+	s, c, dir, done := startServer(t)
+	spec := sealed(t, launchspec.Spec{Args: []string{"-S"}, Disks: []launchspec.DiskPrep{{
+		Volume: "root", Kind: launchspec.ContainerDisk, Target: filepath.Join(dir, "private", "overlays", "root.qcow2"),
+		Format: "qcow2", HolderPIDFile: filepath.Join(dir, "disks", "root.pid"), // never written
+	}}})
+	st, err := c.Launch(context.Background(), spec)
+	if err != nil || st.State != StatePreparing {
+		t.Fatalf("Launch = %+v, %v; want preparing", st, err)
+	}
+	t0 := time.Now()
+	s.Stop()
+	select {
+	case e := <-done:
+		if e == nil || e.Success() {
+			t.Errorf("exit = %+v, want a failed launch", e)
+		}
+		if d := time.Since(t0); d > 5*time.Second {
+			t.Errorf("Stop while waiting for the disk holder took %v", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after Stop while preparing")
+	}
+}

@@ -1,0 +1,173 @@
+package convert
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/node/launchspec"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+var (
+	tcgNode = NodeFacts{KVM: KVM{Reason: "/dev/kvm is backed by kvm_pvm"}}
+	kvmNode = NodeFacts{KVM: KVM{Usable: true, Reason: "kvm_intel is loaded"}}
+)
+
+func loadVMI(t *testing.T, name string) *v1.VirtualMachineInstance {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name+".vmi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vmi v1.VirtualMachineInstance
+	if err := yaml.UnmarshalStrict(b, &vmi); err != nil {
+		t.Fatalf("decode %s: %v", name, err)
+	}
+	return &vmi
+}
+
+func TestBuild_Golden(t *testing.T) {
+	tests := []struct {
+		name string
+		in   func(*v1.VirtualMachineInstance) Input
+	}{
+		{"kernelboot", func(vmi *v1.VirtualMachineInstance) Input {
+			return Input{VMI: vmi, Node: tcgNode, AllowEmulation: true, Paths: launchspec.DefaultPaths()}
+		}},
+		{"containerdisk", func(vmi *v1.VirtualMachineInstance) Input {
+			return Input{VMI: vmi, Node: tcgNode, AllowEmulation: true, Paths: launchspec.DefaultPaths(),
+				Interfaces: []NIC{{Name: "default", Tap: "nvtap0123456789", MAC: "02:00:00:aa:bb:cc"}}}
+		}},
+		{"buses", func(vmi *v1.VirtualMachineInstance) Input {
+			return Input{VMI: vmi, Node: kvmNode, Paths: launchspec.DefaultPaths(),
+				BlockPVCs: map[string]bool{"block-pvc": true},
+				Interfaces: []NIC{
+					{Name: "second", Tap: "nvtapbbbbbbbbbb", MAC: "02:00:00:00:00:02"},
+					{Name: "default", Tap: "nvtapaaaaaaaaaa", MAC: "02:00:00:00:00:01"},
+				}}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec, err := Build(tt.in(loadVMI(t, tt.name)))
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			if err := spec.Verify(); err != nil {
+				t.Fatalf("Verify: %v", err)
+			}
+			got, err := json.MarshalIndent(spec, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			golden := filepath.Join("testdata", tt.name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("spec differs from %s (-want +got; -update rewrites):\n%s", golden, diff)
+			}
+		})
+	}
+}
+
+func TestBuild_Deterministic(t *testing.T) {
+	in := Input{VMI: loadVMI(t, "buses"), Node: kvmNode, Paths: launchspec.DefaultPaths(),
+		Interfaces: []NIC{{Name: "default", Tap: "t0", MAC: "02:00:00:00:00:01"}, {Name: "second", Tap: "t1", MAC: "02:00:00:00:00:02"}}}
+	a, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Hash != b.Hash {
+		t.Errorf("hash differs between two builds of one input: %s, %s", a.Hash, b.Hash)
+	}
+	in.StartPaused = true
+	c, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Hash == a.Hash {
+		t.Errorf("StartPaused did not change the hash")
+	}
+}
+
+func TestBuild_Errors(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Input)
+		want   error
+	}{
+		{"no accelerator", func(in *Input) { in.AllowEmulation = false }, ErrNoAccelerator},
+		{"missing volume", func(in *Input) { in.VMI.Spec.Volumes = in.VMI.Spec.Volumes[1:] }, ErrInvalid},
+		{"no memory", func(in *Input) { in.VMI.Spec.Domain.Memory = nil }, ErrInvalid},
+		{"bad uid", func(in *Input) { in.VMI.UID = "x" }, ErrInvalid},
+		{"machine type", func(in *Input) { in.VMI.Spec.Domain.Machine = &v1.Machine{Type: "q35,accel=kvm"} }, ErrUnsupported},
+		{"sata on pc", func(in *Input) { in.VMI.Spec.Domain.Machine = &v1.Machine{Type: "pc"} }, ErrUnsupported},
+		{"unknown nic model", func(in *Input) { in.VMI.Spec.Domain.Devices.Interfaces[0].Model = "virtio,x=y" }, ErrUnsupported},
+		{"no network result", func(in *Input) { in.Interfaces = nil }, ErrInvalid},
+		{"bad mac", func(in *Input) { in.Interfaces[0].MAC = "02:00" }, ErrInvalid},
+		{"read-only sata disk", func(in *Input) {
+			in.VMI.Spec.Domain.Devices.Disks[0].Disk = &v1.DiskTarget{Bus: v1.DiskBusSATA, ReadOnly: true}
+		}, ErrUnsupported},
+		{"cache", func(in *Input) { in.VMI.Spec.Domain.Devices.Disks[0].Cache = "unsafe" }, ErrUnsupported},
+		{"two targets", func(in *Input) { in.VMI.Spec.Domain.Devices.Disks[0].CDRom = &v1.CDRomTarget{} }, ErrInvalid},
+		{"negative grace", func(in *Input) { g := int64(-1); in.VMI.Spec.TerminationGracePeriodSeconds = &g }, ErrInvalid},
+		{"volume name with slash", func(in *Input) {
+			in.VMI.Spec.Volumes[0].Name = "../x"
+			in.VMI.Spec.Domain.Devices.Disks[0].Name = "../x"
+		}, ErrInvalid},
+		{"kernelBoot without container", func(in *Input) {
+			in.VMI.Spec.Domain.Firmware = &v1.Firmware{KernelBoot: &v1.KernelBoot{KernelArgs: "x"}}
+		}, ErrUnsupported},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := Input{VMI: loadVMI(t, "containerdisk"), Node: tcgNode, AllowEmulation: true, Paths: launchspec.DefaultPaths(),
+				Interfaces: []NIC{{Name: "default", Tap: "nvtap0", MAC: "02:00:00:aa:bb:cc"}}}
+			tt.mutate(&in)
+			_, err := Build(in)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Build error = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestBuild_Autoattach(t *testing.T) {
+	off := false
+	vmi := loadVMI(t, "kernelboot")
+	vmi.Spec.Domain.Devices.AutoattachSerialConsole = &off
+	vmi.Spec.Domain.Devices.AutoattachMemBalloon = &off
+	spec, err := Build(Input{VMI: vmi, Node: tcgNode, AllowEmulation: true, Paths: launchspec.DefaultPaths()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range spec.Args {
+		for _, bad := range []string{"serial.sock", "virtio-balloon", "vnc.sock"} {
+			if strings.Contains(a, bad) {
+				t.Errorf("argument %q present although disabled", a)
+			}
+		}
+	}
+}

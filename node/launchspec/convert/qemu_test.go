@@ -1,0 +1,160 @@
+package convert
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodevirt/nodevirt/node/launchspec"
+	"github.com/nodevirt/nodevirt/qmp"
+)
+
+const qemuBinary = "/usr/bin/qemu-system-x86_64"
+
+// TestBuild_QEMUAccepts starts the real QEMU (paused, under TCG) with the
+// argv of every golden VMI, so a device, bus or property QEMU 7.2 would
+// refuse fails here rather than in a pod. Taps become user-mode netdevs
+// (no root, nothing created on the host); images are empty files.
+func TestBuild_QEMUAccepts(t *testing.T) {
+	if _, err := os.Stat(qemuBinary); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s missing under CI=true (provided by `make guest-deps`)", qemuBinary)
+		}
+		t.Skipf("%s missing (run `make guest-deps`)", qemuBinary)
+	}
+	for _, name := range []string{"kernelboot", "containerdisk", "buses"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			paths := launchspec.Paths{Sockets: filepath.Join(dir, "s"), Private: filepath.Join(dir, "p"),
+				PVCs: filepath.Join(dir, "v"), Block: filepath.Join(dir, "b")}
+			spec, err := Build(Input{VMI: loadVMI(t, name), Node: tcgNode, AllowEmulation: true, Paths: paths,
+				Interfaces: []NIC{
+					{Name: "default", Tap: "nvtap0", MAC: "02:00:00:00:00:01"},
+					{Name: "second", Tap: "nvtap1", MAC: "02:00:00:00:00:02"},
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := runnable(t, spec.Args)
+			runQEMU(t, paths, append(args, "-S"))
+		})
+	}
+}
+
+// runnable rewrites args for an unprivileged run: tap netdevs become user
+// netdevs, every image file is created (qcow2 ones with qemu-img), and
+// kernel boot options are dropped (QEMU would load the kernel; the
+// launcher tests boot a real one).
+func runnable(t *testing.T, args []string) []string {
+	t.Helper()
+	var out []string
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "-kernel", "-initrd", "-append":
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	for i := 1; i < len(out); i++ {
+		var obj map[string]any
+		switch out[i-1] {
+		case "-netdev":
+			if err := json.Unmarshal([]byte(out[i]), &obj); err != nil {
+				t.Fatal(err)
+			}
+			out[i] = jsonArg(map[string]any{"type": "user", "id": obj["id"]})
+		case "-blockdev":
+			if err := json.Unmarshal([]byte(out[i]), &obj); err != nil {
+				t.Fatal(err)
+			}
+			if fn, ok := obj["filename"].(string); ok {
+				if obj["driver"] == "host_device" {
+					t.Fatalf("golden input uses a block device: %s", out[i])
+				}
+				writeFile(t, fn, 64<<20)
+				if strings.HasSuffix(fn, ".qcow2") {
+					if b, err := exec.Command("qemu-img", "create", "-q", "-f", "qcow2", fn, "64M").CombinedOutput(); err != nil {
+						t.Fatalf("qemu-img: %v: %s", err, b)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func writeFile(t *testing.T, path string, size int64) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runQEMU starts QEMU, waits for its QMP socket, checks it is paused and
+// quits it.
+func runQEMU(t *testing.T, paths launchspec.Paths, args []string) {
+	t.Helper()
+	if err := os.MkdirAll(paths.Sockets, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd := exec.Command(qemuBinary, args...)
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var mon *qmp.Conn
+	for mon == nil {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("QEMU refused the argv: %v\n%s\nargv: %q", err, stderr.String(), args)
+		case <-ctx.Done():
+			t.Fatalf("no QMP socket: %v", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+		mon, _ = qmp.Dial(ctx, paths.Socket(launchspec.QMPSocket))
+	}
+	defer mon.Close()
+	st, err := mon.QueryStatus(ctx)
+	if err != nil || st.Status != "prelaunch" {
+		t.Errorf("query-status = %+v, %v; want prelaunch", st, err)
+	}
+	if err := mon.Quit(ctx); err != nil {
+		t.Errorf("quit: %v", err)
+	}
+	select {
+	case err := <-exited:
+		exited <- err
+		if err != nil {
+			t.Errorf("QEMU exit: %v\n%s", err, stderr.String())
+		}
+	case <-ctx.Done():
+		t.Errorf("QEMU did not exit after quit")
+	}
+	if s := stderr.String(); s != "" {
+		t.Logf("QEMU said: %s", s)
+	}
+}

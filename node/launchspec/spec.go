@@ -1,0 +1,168 @@
+package launchspec
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+)
+
+// Version is the launch spec format version this package writes.
+const Version = 1
+
+// ErrInvalid is returned (wrapped) by Verify for a malformed spec.
+var ErrInvalid = errors.New("invalid launch spec")
+
+// Spec is the launch spec.
+type Spec struct {
+	Version int `json:"version"`
+	// VMI identifies the VMI the spec was built for (logs, sanity checks).
+	VMI VMIRef `json:"vmi"`
+	// Args is QEMU's argv after the binary name. The launcher appends its
+	// own private monitor (-chardev socket,fd=N + -mon) and nothing else.
+	Args []string `json:"args"`
+	// Disks are prepared, in order, before QEMU starts.
+	Disks []DiskPrep `json:"disks,omitempty"`
+	// Devices maps VMI disk and interface names to the QEMU ids used in
+	// Args (for the agent: block stats, NIC status, hotplug).
+	Devices []Device `json:"devices,omitempty"`
+	// GracePeriodSeconds is how long the launcher waits after an ACPI
+	// power-down on SIGTERM before it sends QMP quit.
+	GracePeriodSeconds int64 `json:"gracePeriodSeconds"`
+	// Hash is the content hash (see Seal).
+	Hash string `json:"hash"`
+}
+
+// VMIRef names the VMI a spec belongs to.
+type VMIRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+}
+
+// DeviceKind is the kind of a VMI device in Spec.Devices.
+type DeviceKind string
+
+// Device kinds.
+const (
+	DeviceDisk      DeviceKind = "disk"
+	DeviceInterface DeviceKind = "interface"
+)
+
+// Device maps one VMI device to its QEMU ids.
+type Device struct {
+	Kind DeviceKind `json:"kind"`
+	Name string     `json:"name"` // the VMI's disk or interface name
+	ID   string     `json:"id"`   // QEMU device id (-device id=)
+	// Node is the block node name of a disk's format layer, or the netdev
+	// id of an interface.
+	Node string `json:"node,omitempty"`
+}
+
+// DiskKind says how the launcher prepares a disk.
+type DiskKind string
+
+// Disk preparation kinds.
+const (
+	// ContainerDisk: a qcow2 overlay at Target backed by the disk file in
+	// the holder container's root (/proc/<pid>/root/<SourcePath>).
+	ContainerDisk DiskKind = "containerDisk"
+	// EmptyDisk: a sparse image of SizeBytes at Target (kept if present).
+	EmptyDisk DiskKind = "emptyDisk"
+)
+
+// DiskPrep is one disk image the launcher creates before QEMU starts.
+type DiskPrep struct {
+	Volume string   `json:"volume"`
+	Kind   DiskKind `json:"kind"`
+	// Target is the image to create (inside the private directory).
+	Target string `json:"target"`
+	// Format of Target: "qcow2" for overlays, "raw" or "qcow2" for
+	// emptyDisk.
+	Format string `json:"format"`
+	// HolderPIDFile (containerDisk) holds the pid of the container that
+	// holds the disk, as written by `nodevirt-launcher hold-disk`.
+	HolderPIDFile string `json:"holderPidFile,omitempty"`
+	// SourcePath (containerDisk) is the disk's path inside the holder's
+	// root; empty = the only regular file under /disk/.
+	SourcePath string `json:"sourcePath,omitempty"`
+	// SizeBytes (emptyDisk) is the virtual size.
+	SizeBytes int64 `json:"sizeBytes,omitempty"`
+}
+
+// Seal sets s.Version (if zero) and s.Hash from s's content.
+func (s *Spec) Seal() error {
+	if s.Version == 0 {
+		s.Version = Version
+	}
+	h, err := s.ContentHash()
+	if err != nil {
+		return err
+	}
+	s.Hash = h
+	return nil
+}
+
+// ContentHash returns the hex SHA-256 of s encoded as JSON with Hash empty.
+func (s Spec) ContentHash() (string, error) {
+	s.Hash = ""
+	b, err := json.Marshal(s)
+	if err != nil {
+		return "", fmt.Errorf("encode launch spec for %s/%s: %w", s.VMI.Namespace, s.VMI.Name, err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// Verify checks that s is well formed and its hash matches its content.
+func (s Spec) Verify() error {
+	if s.Version != Version {
+		return fmt.Errorf("%w: version %d, want %d", ErrInvalid, s.Version, Version)
+	}
+	if len(s.Args) == 0 {
+		return fmt.Errorf("%w: no QEMU arguments", ErrInvalid)
+	}
+	if s.GracePeriodSeconds < 0 {
+		return fmt.Errorf("%w: negative grace period", ErrInvalid)
+	}
+	for i, d := range s.Disks {
+		if err := d.verify(); err != nil {
+			return fmt.Errorf("%w: disk %d (%q): %w", ErrInvalid, i, d.Volume, err)
+		}
+	}
+	h, err := s.ContentHash()
+	if err != nil {
+		return err
+	}
+	if h != s.Hash {
+		return fmt.Errorf("%w: hash %q does not match content (%q)", ErrInvalid, s.Hash, h)
+	}
+	return nil
+}
+
+func (d DiskPrep) verify() error {
+	if !filepath.IsAbs(d.Target) || filepath.Clean(d.Target) != d.Target {
+		return fmt.Errorf("target %q is not a clean absolute path", d.Target)
+	}
+	switch d.Kind {
+	case ContainerDisk:
+		if d.Format != "qcow2" {
+			return fmt.Errorf("overlay format %q, want qcow2", d.Format)
+		}
+		if !filepath.IsAbs(d.HolderPIDFile) {
+			return fmt.Errorf("holder pid file %q is not absolute", d.HolderPIDFile)
+		}
+	case EmptyDisk:
+		if d.Format != "raw" && d.Format != "qcow2" {
+			return fmt.Errorf("format %q, want raw or qcow2", d.Format)
+		}
+		if d.SizeBytes <= 0 {
+			return fmt.Errorf("size %d is not positive", d.SizeBytes)
+		}
+	default:
+		return fmt.Errorf("unknown kind %q", d.Kind)
+	}
+	return nil
+}
