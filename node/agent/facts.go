@@ -43,7 +43,7 @@ func exitReason(e *launcher.Exit) string {
 		return fmt.Sprintf("QEMU exited with code %d after %s", e.Code, e.Reason)
 	}
 	if e.Signal != "" {
-		return fmt.Sprintf("QEMU was killed by %s", e.Signal)
+		return fmt.Sprintf("QEMU was terminated by a signal (%s)", e.Signal)
 	}
 	return fmt.Sprintf("QEMU exited with code %d", e.Code)
 }
