@@ -194,6 +194,7 @@ type vmOpts struct {
 type vm struct {
 	h        *harness
 	name     string
+	podName  string
 	vmi      *v1.VirtualMachineInstance
 	pod      podfs.Pod
 	netns    string // "" without NIC
@@ -218,7 +219,7 @@ func (h *harness) createVM(t *testing.T, name string, o vmOpts) *vm {
 	if err != nil {
 		t.Fatalf("create pod of %s: %v", name, err)
 	}
-	v := &vm{h: h, name: name}
+	v := &vm{h: h, name: name, podName: pod.Name}
 	v.pod, err = podfs.New(h.root, string(pod.UID))
 	if err != nil {
 		t.Fatal(err)
