@@ -96,6 +96,9 @@ func newHarness(t *testing.T) *harness {
 	if _, err := h.kube.CoreV1().Namespaces().Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := h.kube.CoreV1().Nodes().Create(h.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(h.stopAgent)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -129,7 +132,10 @@ func (h *harness) startAgent(t *testing.T) time.Time {
 	defer logf.Close()
 	cmd := exec.Command(filepath.Join(h.bin, "nodevirt-agent"),
 		"--kubeconfig", h.env.Kubeconfig, "--node-name", testNode, "--db", h.db,
-		"--kubelet-root", h.root, "--allow-emulation=true", "--log-level=debug")
+		"--kubelet-root", h.root, "--allow-emulation=true", "--log-level=debug",
+		// No kubelet here; another test's kubelet on this host must not
+		// see our device plugins.
+		"--device-plugins=false", "--heartbeat=true")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	start := time.Now()
 	if err := cmd.Start(); err != nil {

@@ -55,6 +55,10 @@ func TestAgent_Integration(t *testing.T) {
 		}
 		wantCond(t, bridge.get(), v1.VirtualMachineInstanceIsMigratable, corev1.ConditionFalse, netsetup.ReasonInterfaceNotLiveMigratable)
 		h.wantEvent(t, masq, corev1.EventTypeNormal, "Started")
+		node, err := h.kube.CoreV1().Nodes().Get(context.Background(), testNode, metav1.GetOptions{})
+		if err != nil || node.Labels[v1.SchedulableLabel] != "true" || node.Annotations[v1.HeartbeatAnnotation] == "" {
+			t.Errorf("node heartbeat missing: %v, %v", node.GetLabels(), err)
+		}
 	})
 
 	t.Run("GuestNetworkAndCloudInit", func(t *testing.T) {
