@@ -1,0 +1,132 @@
+// Command nodevirt-agent is the node agent: it runs the VMIs scheduled to
+// its node (node/agent). Flags and the ConfigMap file make a Config; main
+// builds the dependencies and calls Run.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
+	"github.com/nodevirt/nodevirt/node/agent"
+	"github.com/nodevirt/nodevirt/node/deviceplugin"
+	"github.com/nodevirt/nodevirt/node/heartbeat"
+	"github.com/nodevirt/nodevirt/node/launchspec/convert"
+	"github.com/nodevirt/nodevirt/store"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "nodevirt-agent:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		configFile = flag.String("config", "", "agent config file (the ConfigMap's agent.yaml); flags below override it")
+		kubeconfig = flag.String("kubeconfig", "", "kubeconfig file; empty = in-cluster config")
+		nodeName   = flag.String("node-name", os.Getenv("NODE_NAME"), "this node's name (default $NODE_NAME)")
+		dbPath     = flag.String("db", "/var/lib/nodevirt/agent.db", "the agent's bbolt file")
+		hostRoot   = flag.String("host-root", "/", "the host's root, for the KVM check")
+		logLevel   = flag.String("log-level", "info", "debug, info, warn or error")
+	)
+	fc := fileConfig{}
+	flag.Func("kubelet-root", "kubelet root directory (default /var/lib/kubelet)", func(s string) error { fc.KubeletRoot = s; return nil })
+	boolFlag := func(name, usage string, dst **bool) {
+		flag.Func(name, usage+" (true/false)", func(s string) error {
+			v, err := strconv.ParseBool(s)
+			*dst = &v
+			return err
+		})
+	}
+	boolFlag("allow-emulation", "run VMs under TCG when KVM is unusable", &fc.AllowEmulation)
+	boolFlag("heartbeat", "keep the node's kubevirt.io/heartbeat fresh", &fc.Heartbeat)
+	boolFlag("device-plugins", "serve the kvm/tun/vhost-net device plugins", &fc.DevicePlugins)
+	flag.Parse()
+
+	log, err := newLogger(*logLevel)
+	if err != nil {
+		return err
+	}
+	cfg, svc, err := loadConfig(*configFile, fc)
+	if err != nil {
+		return err
+	}
+	cfg.NodeName = *nodeName
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	rc, err := restConfig(*kubeconfig)
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	virt, err := versioned.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("kubevirt client: %w", err)
+	}
+	db, err := store.Open(*dbPath, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	host := os.DirFS(*hostRoot)
+	kvm := convert.DetectKVM(host)
+	a, err := agent.New(cfg, agent.Deps{Kube: kube, Virt: virt, Store: db, KVM: kvm, Log: log})
+	if err != nil {
+		return err
+	}
+	run := map[string]func(context.Context) error{"agent": a.Run}
+	if svc.Heartbeat {
+		hb, err := heartbeat.New(heartbeat.Config{NodeName: cfg.NodeName, Interval: svc.HeartbeatInterval, Logger: log},
+			kube.CoreV1().Nodes())
+		if err != nil {
+			return err
+		}
+		run["heartbeat"] = hb.Run
+	}
+	if svc.DevicePlugins {
+		devs := deviceplugin.HostDevices(host, kvm.Usable)
+		dpc := deviceplugin.Config{Dir: svc.DevicePluginDir, Host: host, Logger: log}
+		run["device plugins"] = func(ctx context.Context) error { return deviceplugin.Run(ctx, dpc, devs) }
+	}
+	return runAll(ctx, run)
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+}
+
+// newLogger returns a JSON slog logger and routes klog (client-go) into it.
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log level %q: %w", level, err)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	klog.SetSlogLogger(log)
+	return log, nil
+}

@@ -1,0 +1,13 @@
+# node agent (node/agent, cmd/nodevirt-agent). Its integration test runs a
+# real kube-apiserver (make testenv), the real agent and launcher processes
+# and QEMU under TCG in throwaway network namespaces (root).
+
+.PHONY: agent-deps test-agent
+
+agent-deps: ## Install what the agent's integration test needs (iproute2 for its netns).
+	hack/apt-install.sh iproute2
+
+test-agent: testenv guest-images agent-deps ## Run the node agent tests (unit + integration: apiserver, agent, launcher, QEMU).
+	$(GO) test $(GOTEST_FLAGS) -timeout 30m ./node/agent/... ./node/status/... ./node/podfs/... ./cmd/nodevirt-agent/...
+
+TEST_PREREQS += agent-deps

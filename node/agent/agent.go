@@ -1,0 +1,322 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
+	virtinformers "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions"
+	"github.com/nodevirt/nodevirt/node/launchspec/convert"
+	"github.com/nodevirt/nodevirt/store"
+)
+
+// Index names on the informers' indexers.
+const (
+	byUID       = "uid"
+	byCreatedBy = "createdBy"
+)
+
+// Deps are the agent's collaborators.
+type Deps struct {
+	Kube kubernetes.Interface
+	Virt versioned.Interface
+	// Store is the node's bbolt file, open for writing.
+	Store *store.DB
+	// KVM is the node's KVM verdict (convert.DetectKVM).
+	KVM convert.KVM
+	Log *slog.Logger
+}
+
+// Agent is the node agent. Create it with New and start it with Run.
+type Agent struct {
+	cfg      Config
+	deps     Deps
+	log      *slog.Logger
+	queue    workqueue.TypedRateLimitingInterface[string]
+	recorder record.EventRecorder
+
+	vmis cache.SharedIndexInformer
+	pods cache.SharedIndexInformer
+
+	mu      sync.Mutex
+	domains map[string]*domain // by VMI UID
+	now     func() time.Time
+	started time.Time
+}
+
+// New validates cfg and returns an agent.
+func New(cfg Config, deps Deps) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Kube == nil || deps.Virt == nil || deps.Store == nil {
+		return nil, errors.New("agent: Kube, Virt and Store are required")
+	}
+	if deps.Log == nil {
+		deps.Log = slog.New(slog.DiscardHandler)
+	}
+	a := &Agent{
+		cfg:     cfg,
+		deps:    deps,
+		log:     deps.Log,
+		domains: map[string]*domain{},
+		now:     time.Now,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "vmi"}),
+	}
+	a.vmis = virtinformers.NewSharedInformerFactoryWithOptions(deps.Virt, 0,
+		virtinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = labels.Set{v1.NodeNameLabel: cfg.NodeName}.String()
+		})).Kubevirt().V1().VirtualMachineInstances().Informer()
+	a.pods = informers.NewSharedInformerFactoryWithOptions(deps.Kube, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
+			o.LabelSelector = labels.Set{v1.AppLabel: v1.LauncherAppValue}.String()
+		})).Core().V1().Pods().Informer()
+	if err := a.vmis.AddIndexers(cache.Indexers{byUID: indexUID}); err != nil {
+		return nil, fmt.Errorf("agent: VMI indexer: %w", err)
+	}
+	if err := a.pods.AddIndexers(cache.Indexers{byCreatedBy: indexCreatedBy}); err != nil {
+		return nil, fmt.Errorf("agent: pod indexer: %w", err)
+	}
+	return a, nil
+}
+
+func indexUID(obj any) ([]string, error) {
+	m, err := metaOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	return []string{string(m.GetUID())}, nil
+}
+
+func indexCreatedBy(obj any) ([]string, error) {
+	m, err := metaOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	if uid := m.GetLabels()[v1.CreatedByLabel]; uid != "" {
+		return []string{uid}, nil
+	}
+	return nil, nil
+}
+
+func metaOf(obj any) (metav1.Object, error) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("object %T has no metadata", obj)
+	}
+	return m, nil
+}
+
+// enqueueVMI enqueues the VMI of an informer event by UID.
+func (a *Agent) enqueueVMI(obj any) {
+	if m, err := metaOf(obj); err == nil {
+		a.queue.Add(string(m.GetUID()))
+	}
+}
+
+// enqueuePod enqueues the VMI that created a launcher pod.
+func (a *Agent) enqueuePod(obj any) {
+	if m, err := metaOf(obj); err == nil {
+		if uid := m.GetLabels()[v1.CreatedByLabel]; uid != "" {
+			a.queue.Add(uid)
+		}
+	}
+}
+
+// enqueue is handed to domain watchers (QMP events, QEMU exit).
+func (a *Agent) enqueue(uid string) { a.queue.Add(uid) }
+
+// Run starts the informers and workers and blocks until ctx ends. Running
+// QEMUs are left alone when it returns: a restarted agent re-attaches.
+func (a *Agent) Run(ctx context.Context) error {
+	a.started = time.Now()
+	defer a.queue.ShutDown()
+	defer a.closeDomains()
+	a.recorder = a.newRecorder(ctx)
+
+	handler := func(f func(any)) cache.ResourceEventHandlerFuncs {
+		return cache.ResourceEventHandlerFuncs{
+			AddFunc:    f,
+			UpdateFunc: func(_, obj any) { f(obj) },
+			DeleteFunc: f,
+		}
+	}
+	if _, err := a.vmis.AddEventHandler(handler(a.enqueueVMI)); err != nil {
+		return fmt.Errorf("agent: VMI handler: %w", err)
+	}
+	if _, err := a.pods.AddEventHandler(handler(a.enqueuePod)); err != nil {
+		return fmt.Errorf("agent: pod handler: %w", err)
+	}
+	go a.vmis.Run(ctx.Done())
+	go a.pods.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), a.vmis.HasSynced, a.pods.HasSynced) {
+		return fmt.Errorf("agent: informer sync: %w", ctx.Err())
+	}
+	if err := a.enqueueRecords(ctx); err != nil {
+		return err
+	}
+	a.log.Info("agent started", "node", a.cfg.NodeName, "kvm", a.deps.KVM.Usable, "kvmReason", a.deps.KVM.Reason)
+
+	var wg sync.WaitGroup
+	for range a.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for a.processNext(ctx) {
+			}
+		}()
+	}
+	a.resyncLoop(ctx)
+	a.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// enqueueRecords enqueues every live record: re-adoption after a restart,
+// and the safety net for records whose VMI vanished.
+func (a *Agent) enqueueRecords(ctx context.Context) error {
+	recs, err := a.deps.Store.List(ctx)
+	if err != nil {
+		return fmt.Errorf("agent: list records: %w", err)
+	}
+	for _, r := range recs {
+		if !r.IsGone() {
+			a.queue.Add(r.UID)
+		}
+	}
+	return nil
+}
+
+// resyncLoop periodically enqueues every VMI and record and prunes old
+// tombstones, until ctx ends.
+func (a *Agent) resyncLoop(ctx context.Context) {
+	t := time.NewTicker(a.cfg.Resync)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, obj := range a.vmis.GetStore().List() {
+			a.enqueueVMI(obj)
+		}
+		if err := a.enqueueRecords(ctx); err != nil {
+			a.log.Error("resync", "err", err)
+		}
+		if gone, err := a.deps.Store.Prune(ctx, a.now()); err != nil {
+			a.log.Error("prune records", "err", err)
+		} else if len(gone) > 0 {
+			a.log.Info("pruned records", "count", len(gone))
+		}
+	}
+}
+
+func (a *Agent) processNext(ctx context.Context) bool {
+	uid, shutdown := a.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer a.queue.Done(uid)
+	start := time.Now()
+	if err := a.sync(ctx, uid); err != nil {
+		if ctx.Err() != nil {
+			return false
+		}
+		a.log.Error("sync failed", "uid", uid, "err", err, "took", time.Since(start))
+		a.queue.AddRateLimited(uid)
+		return true
+	}
+	a.queue.Forget(uid)
+	return true
+}
+
+// domain returns the runtime of uid, creating it.
+func (a *Agent) domain(uid string) *domain {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	d, ok := a.domains[uid]
+	if !ok {
+		d = &domain{uid: uid, enqueue: a.enqueue, log: a.log.With("uid", uid)}
+		a.domains[uid] = d
+	}
+	return d
+}
+
+// dropDomain closes and forgets the runtime of uid.
+func (a *Agent) dropDomain(uid string) {
+	a.mu.Lock()
+	d := a.domains[uid]
+	delete(a.domains, uid)
+	a.mu.Unlock()
+	if d != nil {
+		d.close()
+	}
+}
+
+// closeDomains closes every connection without touching QEMU.
+func (a *Agent) closeDomains() {
+	a.mu.Lock()
+	ds := a.domains
+	a.domains = map[string]*domain{}
+	a.mu.Unlock()
+	for _, d := range ds {
+		d.close()
+	}
+}
+
+// podOf returns the launcher pod of the VMI uid: a running one if any.
+func (a *Agent) podOf(uid string) *corev1.Pod {
+	objs, err := a.pods.GetIndexer().ByIndex(byCreatedBy, uid)
+	if err != nil {
+		return nil
+	}
+	var best *corev1.Pod
+	for _, obj := range objs {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		if best == nil || (best.DeletionTimestamp != nil && p.DeletionTimestamp == nil) {
+			best = p
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best.DeepCopy()
+}
+
+// vmiOf returns a copy of the VMI with the given UID from the cache.
+func (a *Agent) vmiOf(uid string) *v1.VirtualMachineInstance {
+	objs, err := a.vmis.GetIndexer().ByIndex(byUID, uid)
+	if err != nil || len(objs) == 0 {
+		return nil
+	}
+	vmi, ok := objs[0].(*v1.VirtualMachineInstance)
+	if !ok {
+		return nil
+	}
+	return vmi.DeepCopy()
+}

@@ -1,0 +1,299 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"syscall"
+	"time"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/netsetup"
+	"github.com/nodevirt/nodevirt/node/launcher"
+	"github.com/nodevirt/nodevirt/node/launchspec"
+	"github.com/nodevirt/nodevirt/node/launchspec/convert"
+	"github.com/nodevirt/nodevirt/node/podfs"
+	"github.com/nodevirt/nodevirt/node/status"
+	"github.com/nodevirt/nodevirt/store"
+)
+
+// apply runs one action. It updates o.Record when it writes the record, so
+// later actions of the same sync see what earlier ones persisted.
+func (a *Agent) apply(ctx context.Context, act ActionKind, o *Observation) error {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+	defer cancel()
+	switch act {
+	case ActCreateRecord:
+		return a.createRecord(ctx, o)
+	case ActAllocateNetwork:
+		return a.allocateNetwork(ctx, o)
+	case ActEnsureNetwork:
+		return a.ensureNetwork(ctx, o)
+	case ActWriteCloudInit:
+		return writeCloudInit(o.VMI, a.pod(o))
+	case ActLaunch:
+		return a.launch(ctx, o)
+	case ActAttach:
+		return a.attach(ctx, o)
+	case ActPowerdown:
+		return a.powerdown(ctx, o)
+	case ActQuit:
+		return a.quit(ctx, o)
+	case ActRelease:
+		return a.release(ctx, o)
+	case ActMarkGone:
+		return a.markGone(ctx, o)
+	}
+	return fmt.Errorf("unknown action %q", act)
+}
+
+// pod is the launcher pod directory of o (it exists whenever an action
+// that needs it is planned).
+func (a *Agent) pod(o *Observation) podfs.Pod {
+	p, _ := a.podDir(o)
+	return p
+}
+
+func (a *Agent) update(ctx context.Context, o *Observation, fn func(*store.Record) error, events ...store.Event) error {
+	rec, err := a.deps.Store.Update(ctx, o.UID, fn, events...)
+	if err != nil {
+		return err
+	}
+	o.Record = &rec
+	return nil
+}
+
+func (a *Agent) event(reason, msg string) store.Event {
+	return store.Event{Time: a.now(), Reason: reason, Message: msg}
+}
+
+// createRecord persists the VMI's record before anything is built for it.
+func (a *Agent) createRecord(ctx context.Context, o *Observation) error {
+	pod, err := podfs.New(a.cfg.KubeletRoot, string(o.Pod.UID))
+	if err != nil {
+		return err
+	}
+	rec := store.Record{
+		UID: o.UID, Namespace: o.VMI.Namespace, Name: o.VMI.Name, PodUID: string(o.Pod.UID),
+		Sockets: store.Sockets{
+			Dir:        pod.SocketsDir(),
+			Launcher:   pod.Socket(podfs.LauncherSocket),
+			QMP:        pod.Socket(podfs.QMPSocket),
+			GuestAgent: pod.Socket(podfs.GuestAgentSock),
+			Serial:     pod.Socket(podfs.SerialSocket),
+			VNC:        pod.Socket(podfs.VNCSocket),
+		},
+		Observed: store.Observed{Phase: string(o.VMI.Status.Phase), At: a.now()},
+	}
+	if err := a.deps.Store.Put(ctx, rec, a.event("Adopted", "launcher pod "+o.Pod.Name)); err != nil {
+		return err
+	}
+	o.Record = &rec
+	return nil
+}
+
+// allocateNetwork persists tap names, MACs and guest addresses.
+func (a *Agent) allocateNetwork(ctx context.Context, o *Observation) error {
+	ifs, err := allocate(o.VMI)
+	if err != nil {
+		return err
+	}
+	return a.update(ctx, o, func(r *store.Record) error {
+		r.Interfaces = ifs
+		return nil
+	}, a.event("NetworkAllocated", fmt.Sprintf("%d interface(s)", len(ifs))))
+}
+
+// ensureNetwork builds the network in the pod netns (found through the
+// launcher's pid, or QEMU's) and (re)starts the DHCP servers.
+func (a *Agent) ensureNetwork(ctx context.Context, o *Observation) error {
+	pid, err := launcherPID(ctx, o.Record.Sockets.Launcher)
+	if err != nil {
+		if !alive(o.Record.Process) {
+			return fmt.Errorf("find the pod netns: %w", err)
+		}
+		pid = o.Record.Process.PID
+	}
+	ps, err := plans(o.VMI, o.Record, pid)
+	if err != nil {
+		return err
+	}
+	ns := netnsPath(pid)
+	res, err := ensureNetwork(ctx, ns, ps)
+	if err != nil {
+		return err
+	}
+	if err := a.domain(o.UID).serveDHCP(ctx, ns, res); err != nil {
+		return err
+	}
+	ifs := recordResults(o.Record.Interfaces, res)
+	if slices.EqualFunc(ifs, o.Record.Interfaces, sameInterface) {
+		return nil
+	}
+	return a.update(ctx, o, func(r *store.Record) error {
+		r.Interfaces = ifs
+		return nil
+	}, a.event("NetworkReady", ""))
+}
+
+func sameInterface(x, y store.Interface) bool {
+	bx, _ := json.Marshal(x)
+	by, _ := json.Marshal(y)
+	return string(bx) == string(by)
+}
+
+// launch builds the spec, persists it, then hands it to the launcher.
+func (a *Agent) launch(ctx context.Context, o *Observation) error {
+	spec, err := convert.Build(convert.Input{
+		VMI:            o.VMI,
+		Node:           convert.NodeFacts{KVM: a.deps.KVM},
+		AllowEmulation: a.cfg.AllowEmulation,
+		Interfaces:     nics(o.Record.Interfaces),
+		Paths:          launchspec.DefaultPaths(),
+	})
+	if err != nil {
+		a.warn(o.VMI, "SyncFailed", err.Error())
+		return err
+	}
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	if err := a.update(ctx, o, func(r *store.Record) error {
+		r.Spec = raw
+		return nil
+	}, a.event("Launching", "spec "+spec.Hash)); err != nil {
+		return err
+	}
+	err = withSocketPath(o.Record.Sockets.Launcher, func(short string) error {
+		_, err := launcher.NewClient(short).Launch(ctx, spec)
+		return err
+	})
+	if errors.Is(err, launcher.ErrConflict) {
+		return fmt.Errorf("launcher already runs another spec: %w", err)
+	}
+	return err
+}
+
+// attach connects to QMP and the guest agent and records QEMU's process.
+func (a *Agent) attach(ctx context.Context, o *Observation) error {
+	proc, err := a.domain(o.UID).attach(ctx, o.Record.Sockets.QMP, o.Record.Sockets.GuestAgent)
+	if err != nil {
+		return err
+	}
+	o.Runtime.QEMUAlive = true
+	a.log.Info("domain attached", "vmi", o.name(), "uid", o.UID, "pid", proc.PID,
+		"reattached", proc == o.Record.Process, "sinceStart", time.Since(a.started).Seconds())
+	if proc == o.Record.Process {
+		return nil // re-attached to the same QEMU: nothing to write
+	}
+	return a.update(ctx, o, func(r *store.Record) error {
+		r.Process = proc
+		if r.Observed.Started.IsZero() {
+			r.Observed.Started = a.now()
+		}
+		return nil
+	}, a.event("Attached", fmt.Sprintf("QEMU pid %d", proc.PID)))
+}
+
+// powerdown persists the stop intent, then presses the power button.
+func (a *Agent) powerdown(ctx context.Context, o *Observation) error {
+	grace := v1.DefaultTerminationGracePeriodSeconds
+	if g := o.VMI.Spec.TerminationGracePeriodSeconds; g != nil {
+		grace = *g
+	}
+	now := a.now()
+	stop := &store.Stop{Requested: now, Deadline: now.Add(time.Duration(grace) * time.Second), Reason: "Deleted"}
+	if err := a.update(ctx, o, func(r *store.Record) error {
+		r.Intent.Stop = stop
+		return nil
+	}, a.event(status.ReasonShuttingDown, fmt.Sprintf("grace period %ds", grace))); err != nil {
+		return err
+	}
+	a.normal(o.VMI, status.ReasonShuttingDown, "Signaled Graceful Shutdown")
+	conn, err := a.qmp(ctx, o)
+	if err != nil {
+		return err
+	}
+	return conn.SystemPowerdown(ctx)
+}
+
+// quit stops QEMU now: QMP quit, or SIGKILL when QMP does not work.
+func (a *Agent) quit(ctx context.Context, o *Observation) error {
+	if conn, err := a.qmp(ctx, o); err == nil {
+		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err = conn.Quit(qctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+	}
+	if o.Record != nil && alive(o.Record.Process) {
+		if err := syscall.Kill(o.Record.Process.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("kill QEMU %d: %w", o.Record.Process.PID, err)
+		}
+	}
+	return nil
+}
+
+// qmp returns the domain's QMP connection, attaching if needed.
+func (a *Agent) qmp(ctx context.Context, o *Observation) (qmpConn, error) {
+	d := a.domain(o.UID)
+	if c := d.qmpConn(); c != nil {
+		return c, nil
+	}
+	if err := a.attach(ctx, o); err != nil {
+		return nil, err
+	}
+	if c := d.qmpConn(); c != nil {
+		return c, nil
+	}
+	return nil, errors.New("QMP connection closed right after attach")
+}
+
+// qmpConn is what powerdown and quit need of a QMP connection.
+type qmpConn interface {
+	SystemPowerdown(ctx context.Context) error
+	Quit(ctx context.Context) error
+}
+
+// release closes the domain's connections, stops DHCP and removes the
+// network when the pod's netns can still be reached (otherwise it dies
+// with the pod).
+func (a *Agent) release(ctx context.Context, o *Observation) error {
+	a.dropDomain(o.UID)
+	if len(o.Record.Interfaces) > 0 {
+		pid, err := launcherPID(ctx, o.Record.Sockets.Launcher)
+		if err != nil && alive(o.Record.Process) {
+			pid, err = o.Record.Process.PID, nil
+		}
+		if err == nil {
+			for _, p := range releasePlans(o.Record.Interfaces) {
+				if err := netsetup.Release(ctx, netnsPath(pid), p); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return a.update(ctx, o, func(r *store.Record) error {
+		r.Observed.Finished = a.now()
+		return nil
+	}, a.event("Released", ""))
+}
+
+// markGone turns the record into a tombstone.
+func (a *Agent) markGone(ctx context.Context, o *Observation) error {
+	a.dropDomain(o.UID)
+	rec, err := a.deps.Store.MarkGone(ctx, o.UID, a.now(), a.event(status.ReasonDeleted, ""))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	o.Record = &rec
+	a.log.Info("record marked gone", "vmi", o.name(), "uid", o.UID)
+	return nil
+}

@@ -1,0 +1,59 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config is the agent's configuration (the ConfigMap, flags).
+type Config struct {
+	// NodeName is the node this agent runs on; it watches only VMIs
+	// labelled kubevirt.io/nodeName=<NodeName> and pods on this node.
+	NodeName string
+	// KubeletRoot is the kubelet's root directory as the agent sees it.
+	KubeletRoot string
+	// AllowEmulation lets VMs run under TCG when KVM is unusable.
+	AllowEmulation bool
+	// Workers is the number of VMIs synced in parallel.
+	Workers int
+	// Resync is the period of the safety-net resync of every VMI and
+	// record.
+	Resync time.Duration
+	// CallTimeout bounds every call to QEMU, the launcher and the API.
+	CallTimeout time.Duration
+}
+
+// DefaultConfig returns the defaults for everything but NodeName.
+func DefaultConfig() Config {
+	return Config{
+		KubeletRoot: "/var/lib/kubelet",
+		Workers:     4,
+		Resync:      30 * time.Second,
+		CallTimeout: 10 * time.Second,
+	}
+}
+
+// Validate reports every problem of c at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.NodeName == "" {
+		errs = append(errs, errors.New("node name is empty"))
+	}
+	if c.KubeletRoot == "" {
+		errs = append(errs, errors.New("kubelet root is empty"))
+	}
+	if c.Workers < 1 {
+		errs = append(errs, fmt.Errorf("workers %d, want >= 1", c.Workers))
+	}
+	if c.Resync < time.Second {
+		errs = append(errs, fmt.Errorf("resync %v, want >= 1s", c.Resync))
+	}
+	if c.CallTimeout < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("call timeout %v, want >= 100ms", c.CallTimeout))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("agent config: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,32 @@
+// Package agent is the node agent's reconcile loop (see package node for
+// the phase diagram and the reconcile model).
+//
+// Shape (sample-controller): two informers — VMIs labelled
+// kubevirt.io/nodeName=<node>, launcher pods on the node (field selector
+// spec.nodeName) — feed a typed rate-limited workqueue keyed by VMI UID;
+// Config.Workers goroutines run sync(ctx, uid). The workqueue never runs
+// one key on two workers at once, which serialises everything done for one
+// VMI (netsetup requires it).
+//
+// sync = observe → plan (pure, plan.go) → apply (apply.go) → report
+// (report.go, status from node/status). Actions are idempotent and every
+// one that creates something persists its intent in the store first:
+// the record (pod UID, sockets) before the network, the allocation (tap,
+// MAC, guest IPs) before netsetup.Ensure, the launch spec before the
+// launcher gets it, Intent.Stop before the power button is pressed.
+//
+// Invariants:
+//   - Every call that can block (launcher, QMP, guest agent, API, netsetup)
+//     runs under a context with a deadline (Config.CallTimeout, shorter for
+//     status probes): a hung QEMU or launcher delays its own VMI only.
+//   - The agent never stops a QEMU it did not decide to stop: Run returning
+//     closes connections only. After a restart, Attach reconnects to QMP and
+//     checks QEMU's identity (pid, start time, boot id) against the record.
+//   - Status is patched only when status.Derive changes it, guarded by the
+//     VMI's resourceVersion; the finalizer is removed last, after the final
+//     status, with a JSON patch that tests the current finalizer list.
+//
+// Concurrency: the domain runtime (domain.go) is shared between the sync of
+// its VMI and its watcher goroutines (QMP events, guest agent pings), which
+// only update the view under its mutex and enqueue the UID.
+package agent

@@ -1,0 +1,296 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/netsetup"
+	"github.com/nodevirt/nodevirt/qmp"
+	"github.com/nodevirt/nodevirt/store"
+)
+
+// domain is what this agent process holds for one running VMI: the QMP
+// connection, the guest agent, the DHCP servers. It is rebuilt after a
+// restart by attach and ensureNetwork; nothing in it is the source of truth.
+//
+// Its watchers only update the view and enqueue the VMI's key: every
+// decision is made by sync.
+type domain struct {
+	uid     string
+	enqueue func(uid string)
+	log     *slog.Logger
+
+	mu        sync.Mutex
+	conn      *qmp.Conn
+	runState  string
+	agentOK   bool
+	probed    bool
+	osInfo    v1.VirtualMachineInstanceGuestOSInfo
+	netReady  bool
+	stopDHCP  context.CancelFunc
+	stopWatch context.CancelFunc
+}
+
+// view returns the domain's part of an observation.
+func (d *domain) view() RuntimeView {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return RuntimeView{
+		QMPConnected:   d.conn != nil,
+		RunState:       d.runState,
+		NetworkReady:   d.netReady,
+		AgentConnected: d.agentOK,
+		AgentProbed:    d.probed,
+	}
+}
+
+// qmpConn returns the connection, nil when not attached.
+func (d *domain) qmpConn() *qmp.Conn {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.conn
+}
+
+// attach connects to QEMU's QMP socket, learns QEMU's host pid through
+// SO_PEERCRED and starts the watchers. It returns QEMU's process identity.
+func (d *domain) attach(ctx context.Context, qmpPath, qgaPath string) (store.Process, error) {
+	nc, err := dialUnix(ctx, qmpPath)
+	if err != nil {
+		return store.Process{}, fmt.Errorf("attach QMP: %w", err)
+	}
+	pid, err := peerPID(nc)
+	if err != nil {
+		nc.Close()
+		return store.Process{}, fmt.Errorf("attach QMP %s: %w", qmpPath, err)
+	}
+	proc, err := processOf(pid)
+	if err != nil {
+		nc.Close()
+		return store.Process{}, fmt.Errorf("attach QMP %s: %w", qmpPath, err)
+	}
+	conn, err := qmp.NewConn(ctx, nc, qmpPath)
+	if err != nil {
+		return store.Process{}, fmt.Errorf("attach: %w", err)
+	}
+	sub := conn.Subscribe(32)
+	st, err := conn.QueryStatus(ctx)
+	if err != nil {
+		conn.Close()
+		return store.Process{}, fmt.Errorf("attach: query-status: %w", err)
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	d.mu.Lock()
+	if d.stopWatch != nil {
+		d.stopWatch()
+	}
+	d.conn, d.runState, d.stopWatch = conn, st.Status, cancel
+	d.mu.Unlock()
+	go d.watchQMP(wctx, conn, sub)
+	go d.watchGuestAgent(wctx, qgaPath)
+	return proc, nil
+}
+
+// watchQMP follows run-state events until the connection ends.
+func (d *domain) watchQMP(ctx context.Context, conn *qmp.Conn, sub *qmp.Subscription) {
+	defer sub.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-conn.Done():
+			d.mu.Lock()
+			if d.conn == conn {
+				d.conn, d.runState = nil, ""
+			}
+			d.mu.Unlock()
+			d.enqueue(d.uid)
+			return
+		case ev, ok := <-sub.Events():
+			if !ok {
+				continue // closed with the connection: Done follows
+			}
+			d.onEvent(ctx, conn, ev.Name, sub.Dropped() > 0)
+		}
+	}
+}
+
+func (d *domain) onEvent(ctx context.Context, conn *qmp.Conn, name string, dropped bool) {
+	state := ""
+	switch name {
+	case "STOP":
+		state = "paused"
+	case "RESUME":
+		state = "running"
+	case "SHUTDOWN":
+		state = "shutdown"
+	case "POWERDOWN":
+	default:
+		if !dropped {
+			return
+		}
+	}
+	if state == "" || dropped {
+		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		st, err := conn.QueryStatus(qctx)
+		cancel()
+		if err != nil {
+			return // the connection is failing; Done will follow
+		}
+		state = st.Status
+	}
+	d.mu.Lock()
+	d.runState = state
+	d.mu.Unlock()
+	d.enqueue(d.uid)
+}
+
+// Guest agent probing: a ping every agentPeriod; the agent counts as
+// disconnected only after agentFailures failed pings in a row, so one slow
+// or garbled answer (for example right after another client used the
+// channel) does not flap AgentConnected.
+const (
+	agentPeriod   = 5 * time.Second
+	agentTimeout  = 2 * time.Second
+	agentFailures = 3
+)
+
+// watchGuestAgent pings the guest agent periodically and enqueues the VMI
+// when its connectivity changes.
+func (d *domain) watchGuestAgent(ctx context.Context, path string) {
+	var ga *qmp.Agent
+	defer func() {
+		if ga != nil {
+			ga.Close()
+		}
+	}()
+	failures := 0
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		t.Reset(agentPeriod)
+		info, err := d.probeAgent(ctx, &ga, path)
+		if err == nil {
+			failures = 0
+			d.setAgent(true, info)
+			continue
+		}
+		if failures++; failures >= agentFailures {
+			d.setAgent(false, qmp.OSInfo{})
+		}
+	}
+}
+
+// probeAgent pings the guest agent (dialing it if needed) and reads its OS
+// info. A broken connection is dropped so the next probe redials.
+func (d *domain) probeAgent(ctx context.Context, ga **qmp.Agent, path string) (qmp.OSInfo, error) {
+	if *ga == nil {
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		nc, err := dialUnix(dctx, path)
+		cancel()
+		if err != nil {
+			return qmp.OSInfo{}, err
+		}
+		*ga = qmp.NewAgent(nc, path)
+	}
+	pctx, cancel := context.WithTimeout(ctx, agentTimeout)
+	defer cancel()
+	err := (*ga).Ping(pctx)
+	var info qmp.OSInfo
+	if err == nil {
+		info, err = (*ga).OSInfo(pctx)
+	}
+	select {
+	case <-(*ga).Done():
+		(*ga).Close()
+		*ga = nil
+	default:
+	}
+	return info, err
+}
+
+func (d *domain) setAgent(ok bool, info qmp.OSInfo) {
+	gi := v1.VirtualMachineInstanceGuestOSInfo{}
+	if ok {
+		gi = v1.VirtualMachineInstanceGuestOSInfo{
+			Name: info.Name, KernelRelease: info.KernelRelease, Version: info.Version,
+			PrettyName: info.PrettyName, VersionID: info.VersionID,
+			KernelVersion: info.KernelVersion, Machine: info.Machine, ID: info.ID,
+		}
+	}
+	d.mu.Lock()
+	changed := !d.probed || d.agentOK != ok || (ok && d.osInfo != gi)
+	d.agentOK, d.probed = ok, true
+	if ok {
+		d.osInfo = gi
+	}
+	d.mu.Unlock()
+	if changed {
+		d.enqueue(d.uid)
+	}
+}
+
+// guestOSInfo returns the last OS info the guest agent reported.
+func (d *domain) guestOSInfo() v1.VirtualMachineInstanceGuestOSInfo {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.osInfo
+}
+
+// serveDHCP (re)starts one DHCP server per interface result.
+func (d *domain) serveDHCP(ctx context.Context, nsPath string, results []netsetup.Result) error {
+	sctx, cancel := context.WithCancel(context.Background())
+	var servers []*netsetup.DHCPServer
+	for _, r := range results {
+		s, err := netsetup.ListenDHCP(ctx, nsPath, r.Lease(), d.log)
+		if err != nil {
+			cancel()
+			for _, s := range servers {
+				s.Close()
+			}
+			return err
+		}
+		servers = append(servers, s)
+	}
+	for _, s := range servers {
+		go func() {
+			if err := s.Serve(sctx); err != nil {
+				d.log.Warn("dhcp server stopped", "uid", d.uid, "err", err)
+			}
+		}()
+	}
+	d.mu.Lock()
+	if d.stopDHCP != nil {
+		d.stopDHCP()
+	}
+	d.stopDHCP, d.netReady = cancel, true
+	d.mu.Unlock()
+	return nil
+}
+
+// close stops the watchers and DHCP servers and closes the connections.
+func (d *domain) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopWatch != nil {
+		d.stopWatch()
+		d.stopWatch = nil
+	}
+	if d.stopDHCP != nil {
+		d.stopDHCP()
+		d.stopDHCP = nil
+	}
+	if d.conn != nil {
+		d.conn.Close()
+		d.conn = nil
+	}
+	d.netReady, d.agentOK, d.probed, d.runState = false, false, false, ""
+}

@@ -1,0 +1,121 @@
+package agent
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/node/launcher"
+	"github.com/nodevirt/nodevirt/node/status"
+	"github.com/nodevirt/nodevirt/store"
+)
+
+// domainState summarises the observation as a status.Domain. It is pure.
+func domainState(o *Observation) (status.Domain, string) {
+	if e := o.Launcher.Exit; e != nil {
+		if e.GuestShutdown {
+			return status.DomainShutdown, ""
+		}
+		return status.DomainCrashed, exitReason(e)
+	}
+	if o.Runtime.QMPConnected {
+		switch o.Runtime.RunState {
+		case "paused":
+			return status.DomainPaused, ""
+		case "running", "inmigrate", "postmigrate", "finish-migrate", "suspended":
+			return status.DomainRunning, ""
+		}
+		return status.DomainUnknown, ""
+	}
+	ran := o.Record != nil && o.Record.Process.PID != 0
+	switch {
+	case o.Pod == nil && o.VMI != nil && o.VMI.Status.Phase == v1.Running:
+		return status.DomainLost, "the launcher pod is gone"
+	case ran && !o.Runtime.QEMUAlive && o.Launcher.State == LauncherUnreachable:
+		return status.DomainLost, "QEMU and its launcher are gone"
+	}
+	return status.DomainUnknown, ""
+}
+
+func exitReason(e *launcher.Exit) string {
+	if e.Reason != "" && e.Signal == "" && e.Code != 0 {
+		return fmt.Sprintf("QEMU exited with code %d after %s", e.Code, e.Reason)
+	}
+	if e.Signal != "" {
+		return fmt.Sprintf("QEMU was terminated by a signal (%s)", e.Signal)
+	}
+	return fmt.Sprintf("QEMU exited with code %d", e.Code)
+}
+
+// facts turns an observation into status.Facts. ok is false when the
+// observation is not good enough to report anything: then the status is
+// left alone rather than guessed (an agent that has not re-attached yet
+// must not flap Ready).
+func facts(o *Observation) (status.Facts, bool) {
+	d, reason := domainState(o)
+	f := status.Facts{
+		Domain:         d,
+		Reason:         reason,
+		PodMissing:     o.Pod == nil,
+		PodTerminating: o.Pod != nil && o.Pod.DeletionTimestamp != nil,
+		AgentConnected: o.Runtime.AgentConnected,
+		Now:            o.Now,
+	}
+	if !o.Runtime.AgentProbed && o.VMI != nil {
+		// Not probed since (re-)attach: keep what the status says.
+		f.AgentConnected = conditionTrue(o.VMI, v1.VirtualMachineInstanceAgentConnected)
+	}
+	if d == status.DomainUnknown && !f.PodMissing && !f.PodTerminating {
+		return f, false
+	}
+	if o.Record != nil {
+		f.Interfaces = statusInterfaces(o.Record.Interfaces)
+		for _, i := range o.Record.Interfaces {
+			if i.Binding == bindingBridge {
+				f.NotMigratableReason = v1.ReasonInterfaceNotLiveMigratable
+				f.NotMigratableMessage = fmt.Sprintf("cannot migrate VMI which does not use masquerade to connect to the pod network (interface %q)", i.Name)
+			}
+		}
+	}
+	return f, true
+}
+
+// statusInterfaces reports the allocated interfaces as status.interfaces.
+func statusInterfaces(ifs []store.Interface) []v1.VirtualMachineInstanceNetworkInterface {
+	if len(ifs) == 0 {
+		return nil
+	}
+	out := make([]v1.VirtualMachineInstanceNetworkInterface, 0, len(ifs))
+	for k, i := range ifs {
+		s := v1.VirtualMachineInstanceNetworkInterface{
+			Name: i.Name,
+			MAC:  i.MAC,
+			// The guest names virtio NICs in PCI order, which is spec
+			// order here; the guest agent's view is not merged in yet.
+			InterfaceName: fmt.Sprintf("eth%d", k),
+			InfoSource:    "domain",
+		}
+		ips := i.PodIPs
+		if i.Binding == bindingBridge {
+			ips = i.IPs
+		}
+		for _, p := range ips {
+			s.IPAddresses = append(s.IPAddresses, p.Addr().String())
+		}
+		if len(s.IPAddresses) > 0 {
+			s.IPAddress = s.IPAddresses[0]
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func conditionTrue(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceConditionType) bool {
+	for _, c := range vmi.Status.Conditions {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,85 @@
+package agent
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nodevirt/nodevirt/store"
+)
+
+// peerPID returns the pid (in the agent's PID namespace) of the process at
+// the other end of a unix socket connection, by SO_PEERCRED.
+func peerPID(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if credErr != nil {
+		return 0, fmt.Errorf("SO_PEERCRED: %w", credErr)
+	}
+	return int(cred.Pid), nil
+}
+
+// processOf identifies the host process pid by its start time and the
+// boot, so that a reused pid is never mistaken for it.
+func processOf(pid int) (store.Process, error) {
+	st, err := startTime(pid)
+	if err != nil {
+		return store.Process{}, err
+	}
+	return store.Process{PID: pid, StartTime: st, BootID: bootID()}, nil
+}
+
+// alive reports whether the recorded process still exists.
+func alive(p store.Process) bool {
+	if p.PID == 0 || (p.BootID != "" && p.BootID != bootID()) {
+		return false
+	}
+	st, err := startTime(p.PID)
+	return err == nil && st == p.StartTime
+}
+
+// startTime is field 22 of /proc/<pid>/stat (clock ticks after boot).
+func startTime(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("process %d: %w", pid, err)
+	}
+	// The command name (field 2) may contain spaces and parentheses: the
+	// fields after it start after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("process %d: malformed stat", pid)
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	// fields[0] is field 3 (state), so field 22 is fields[19].
+	if len(fields) < 20 {
+		return 0, fmt.Errorf("process %d: short stat", pid)
+	}
+	v, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("process %d: start time: %w", pid, err)
+	}
+	return v, nil
+}
+
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,125 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/node/status"
+	"github.com/nodevirt/nodevirt/store"
+)
+
+// report derives the agent's status fields and patches them when they
+// changed, then records the events of a phase change.
+func (a *Agent) report(ctx context.Context, o *Observation) error {
+	f, ok := facts(o)
+	if !ok {
+		return nil
+	}
+	if d := a.domainIfAny(o.UID); d != nil {
+		f.GuestOSInfo = d.guestOSInfo()
+	}
+	cur := o.VMI.Status
+	next, events := status.Derive(cur, f)
+	if equality.Semantic.DeepEqual(cur, next) {
+		return nil
+	}
+	if err := a.patchStatus(ctx, o.VMI, next); err != nil {
+		return err
+	}
+	a.log.Info("status patched", "vmi", o.name(), "uid", o.UID, "phase", next.Phase, "was", cur.Phase,
+		"domain", f.Domain, "reason", f.Reason)
+	for _, e := range events {
+		if e.Warning {
+			a.warn(o.VMI, e.Reason, e.Message)
+		} else {
+			a.normal(o.VMI, e.Reason, e.Message)
+		}
+	}
+	a.log.Debug("phase record", "changed", next.Phase != cur.Phase, "live", o.liveRecord())
+	if next.Phase != cur.Phase && o.liveRecord() {
+		return a.update(ctx, o, func(r *store.Record) error {
+			r.Observed.Phase = string(next.Phase)
+			r.Observed.Reason = f.Reason
+			r.Observed.At = f.Now
+			r.Observed.Transitions = append(r.Observed.Transitions, store.Transition{Phase: string(next.Phase), At: f.Now})
+			return nil
+		}, a.event("Phase"+string(next.Phase), f.Reason))
+	}
+	return nil
+}
+
+func (a *Agent) domainIfAny(uid string) *domain {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.domains[uid]
+}
+
+// patchStatus writes the fields the agent owns, guarded by the VMI's
+// resourceVersion: a conflict means the cache was stale, and the sync is
+// retried with a fresh view.
+func (a *Agent) patchStatus(ctx context.Context, vmi *v1.VirtualMachineInstance, s v1.VirtualMachineInstanceStatus) error {
+	patch := map[string]any{
+		"metadata": map[string]any{"resourceVersion": vmi.ResourceVersion},
+		"status": map[string]any{
+			"phase":                     s.Phase,
+			"phaseTransitionTimestamps": s.PhaseTransitionTimestamps,
+			"conditions":                s.Conditions,
+			"interfaces":                s.Interfaces,
+			"guestOSInfo":               s.GuestOSInfo,
+		},
+	}
+	b, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+	defer cancel()
+	_, err = a.deps.Virt.KubevirtV1().VirtualMachineInstances(vmi.Namespace).
+		Patch(ctx, vmi.Name, types.MergePatchType, b, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("patch status of VMI %s/%s: %w", vmi.Namespace, vmi.Name, err)
+	}
+	return nil
+}
+
+// removeFinalizer drops the agent's finalizer; a JSON patch with a test of
+// the current list makes it safe against concurrent finalizer changes.
+func (a *Agent) removeFinalizer(ctx context.Context, o *Observation) error {
+	vmi := o.VMI
+	var keep []string
+	for _, f := range vmi.Finalizers {
+		if f != v1.VirtualMachineInstanceFinalizer {
+			keep = append(keep, f)
+		}
+	}
+	if keep == nil {
+		keep = []string{}
+	}
+	ops := []map[string]any{
+		{"op": "test", "path": "/metadata/finalizers", "value": vmi.Finalizers},
+		{"op": "replace", "path": "/metadata/finalizers", "value": keep},
+	}
+	b, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+	defer cancel()
+	_, err = a.deps.Virt.KubevirtV1().VirtualMachineInstances(vmi.Namespace).
+		Patch(ctx, vmi.Name, types.JSONPatchType, b, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil // already gone: an earlier sync removed the finalizer
+	}
+	if err != nil {
+		return fmt.Errorf("remove finalizer of VMI %s/%s: %w", vmi.Namespace, vmi.Name, err)
+	}
+	a.normal(vmi, status.ReasonDeleted, "VirtualMachineInstance resources released")
+	return nil
+}
