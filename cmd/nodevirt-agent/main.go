@@ -38,7 +38,11 @@ func run() error {
 		dbPath     = flag.String("db", "/var/lib/nodevirt/agent.db", "the agent's bbolt file")
 		hostRoot   = flag.String("host-root", "/", "the host's root, for the KVM check")
 		logLevel   = flag.String("log-level", "info", "debug, info, warn or error")
+		af         apiFlags
 	)
+	flag.StringVar(&af.socket, "api-socket", "/var/run/nodevirt/agent.sock", "node API unix socket for nodectl (root only); empty disables it")
+	flag.StringVar(&af.tlsAddr, "api-tls-addr", "", "node API mutual-TLS listen address, e.g. :8186; empty disables it")
+	flag.StringVar(&af.caDir, "api-ca-dir", "/etc/nodevirt/ca", "directory of the mounted nodevirt-ca Secret (ca.crt, ca.key)")
 	fc := fileConfig{}
 	flag.Func("kubelet-root", "kubelet root directory (default /var/lib/kubelet)", func(s string) error { fc.KubeletRoot = s; return nil })
 	flag.Func("allow-emulation", "run VMs under TCG when KVM is unusable (true/false)", func(s string) error {
@@ -92,7 +96,23 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	return a.Run(ctx)
+	af.node = cfg.NodeName
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	apiErr := make(chan error, 1)
+	go func() {
+		err := serveAPI(ctx, af, a, log)
+		if err != nil {
+			cancel() // the agent without its API is not worth running
+		}
+		apiErr <- err
+	}()
+	runErr := a.Run(ctx)
+	cancel()
+	if err := <-apiErr; err != nil {
+		return err
+	}
+	return runErr
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

@@ -21,7 +21,7 @@ func domainState(o *Observation) (status.Domain, string) {
 	}
 	if o.Runtime.QMPConnected {
 		switch o.Runtime.RunState {
-		case "paused":
+		case "paused", "prelaunch": // prelaunch: started with -S (startStrategy Paused)
 			return status.DomainPaused, ""
 		case "running", "inmigrate", "postmigrate", "finish-migrate", "suspended":
 			return status.DomainRunning, ""
