@@ -123,4 +123,3 @@ func (s *Server) passthrough(w http.ResponseWriter, r *http.Request, conn func(c
 	}
 	writeJSON(w, http.StatusOK, map[string]json.RawMessage{"return": res})
 }
-

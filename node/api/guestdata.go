@@ -13,13 +13,13 @@ import (
 
 // GuestAgentInfo is the answer of guestosinfo.
 type GuestAgentInfo struct {
-	GuestAgentVersion string       `json:"guestAgentVersion,omitempty"`
-	Hostname          string       `json:"hostname,omitempty"`
-	OS                GuestOSInfo  `json:"os"`
-	Timezone          string       `json:"timezone,omitempty"`
-	FSFreezeStatus    string       `json:"fsFreezeStatus,omitempty"`
-	UserList          []User       `json:"userList,omitempty"`
-	FSInfo            FSInfoBlock  `json:"fsInfo,omitzero"`
+	GuestAgentVersion string      `json:"guestAgentVersion,omitempty"`
+	Hostname          string      `json:"hostname,omitempty"`
+	OS                GuestOSInfo `json:"os"`
+	Timezone          string      `json:"timezone,omitempty"`
+	FSFreezeStatus    string      `json:"fsFreezeStatus,omitempty"`
+	UserList          []User      `json:"userList,omitempty"`
+	FSInfo            FSInfoBlock `json:"fsInfo,omitzero"`
 }
 
 // GuestOSInfo is the guest's os-release.
