@@ -11,37 +11,63 @@ import (
 )
 
 // fileConfig is the agent's ConfigMap file (agent.yaml). Unset fields keep
-// agent.DefaultConfig's values.
+// their defaults (agent.DefaultConfig, defaultServices).
 type fileConfig struct {
 	KubeletRoot    string `json:"kubeletRoot,omitempty"`
 	AllowEmulation *bool  `json:"allowEmulation,omitempty"`
 	Workers        int    `json:"workers,omitempty"`
 	Resync         string `json:"resync,omitempty"`      // e.g. "30s"
 	CallTimeout    string `json:"callTimeout,omitempty"` // e.g. "10s"
+
+	Heartbeat         *bool  `json:"heartbeat,omitempty"`         // default true
+	HeartbeatInterval string `json:"heartbeatInterval,omitempty"` // default 30s
+	DevicePlugins     *bool  `json:"devicePlugins,omitempty"`     // default true
+	DevicePluginDir   string `json:"devicePluginDir,omitempty"`   // default the kubelet's
+}
+
+// services are what runs beside the reconcile loop.
+type services struct {
+	Heartbeat         bool
+	HeartbeatInterval time.Duration
+	DevicePlugins     bool
+	DevicePluginDir   string
+}
+
+func defaultServices() services {
+	return services{Heartbeat: true, DevicePlugins: true}
 }
 
 // loadConfig reads path (if not empty), then applies the flag overrides.
-func loadConfig(path string, flags fileConfig) (agent.Config, error) {
-	cfg := agent.DefaultConfig()
+func loadConfig(path string, flags fileConfig) (agent.Config, services, error) {
+	cfg, svc := agent.DefaultConfig(), defaultServices()
 	var fc fileConfig
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return cfg, fmt.Errorf("config: %w", err)
+			return cfg, svc, fmt.Errorf("config: %w", err)
 		}
 		if err := yaml.UnmarshalStrict(b, &fc); err != nil {
-			return cfg, fmt.Errorf("config %s: %w", path, err)
+			return cfg, svc, fmt.Errorf("config %s: %w", path, err)
 		}
 	}
 	for _, c := range []fileConfig{fc, flags} {
-		if err := c.applyTo(&cfg); err != nil {
-			return cfg, err
+		if err := c.applyTo(&cfg, &svc); err != nil {
+			return cfg, svc, err
 		}
 	}
-	return cfg, nil
+	return cfg, svc, nil
 }
 
-func (c fileConfig) applyTo(cfg *agent.Config) error {
+func (c fileConfig) applyTo(cfg *agent.Config, svc *services) error {
+	if c.Heartbeat != nil {
+		svc.Heartbeat = *c.Heartbeat
+	}
+	if c.DevicePlugins != nil {
+		svc.DevicePlugins = *c.DevicePlugins
+	}
+	if c.DevicePluginDir != "" {
+		svc.DevicePluginDir = c.DevicePluginDir
+	}
 	if c.KubeletRoot != "" {
 		cfg.KubeletRoot = c.KubeletRoot
 	}
@@ -54,7 +80,7 @@ func (c fileConfig) applyTo(cfg *agent.Config) error {
 	for _, d := range []struct {
 		s   string
 		dst *time.Duration
-	}{{c.Resync, &cfg.Resync}, {c.CallTimeout, &cfg.CallTimeout}} {
+	}{{c.Resync, &cfg.Resync}, {c.CallTimeout, &cfg.CallTimeout}, {c.HeartbeatInterval, &svc.HeartbeatInterval}} {
 		if d.s == "" {
 			continue
 		}

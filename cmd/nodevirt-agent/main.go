@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"k8s.io/client-go/kubernetes"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
 	"github.com/nodevirt/nodevirt/node/agent"
+	"github.com/nodevirt/nodevirt/node/deviceplugin"
+	"github.com/nodevirt/nodevirt/node/heartbeat"
 	"github.com/nodevirt/nodevirt/node/launchspec/convert"
 	"github.com/nodevirt/nodevirt/store"
 )
@@ -45,18 +48,23 @@ func run() error {
 	flag.StringVar(&af.caDir, "api-ca-dir", "/etc/nodevirt/ca", "directory of the mounted nodevirt-ca Secret (ca.crt, ca.key)")
 	fc := fileConfig{}
 	flag.Func("kubelet-root", "kubelet root directory (default /var/lib/kubelet)", func(s string) error { fc.KubeletRoot = s; return nil })
-	flag.Func("allow-emulation", "run VMs under TCG when KVM is unusable (true/false)", func(s string) error {
-		v := s == "true"
-		fc.AllowEmulation = &v
-		return nil
-	})
+	boolFlag := func(name, usage string, dst **bool) {
+		flag.Func(name, usage+" (true/false)", func(s string) error {
+			v, err := strconv.ParseBool(s)
+			*dst = &v
+			return err
+		})
+	}
+	boolFlag("allow-emulation", "run VMs under TCG when KVM is unusable", &fc.AllowEmulation)
+	boolFlag("heartbeat", "keep the node's kubevirt.io/heartbeat fresh", &fc.Heartbeat)
+	boolFlag("device-plugins", "serve the kvm/tun/vhost-net device plugins", &fc.DevicePlugins)
 	flag.Parse()
 
 	log, err := newLogger(*logLevel)
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(*configFile, fc)
+	cfg, svc, err := loadConfig(*configFile, fc)
 	if err != nil {
 		return err
 	}
@@ -86,33 +94,31 @@ func run() error {
 	}
 	defer db.Close()
 
-	a, err := agent.New(cfg, agent.Deps{
-		Kube:  kube,
-		Virt:  virt,
-		Store: db,
-		KVM:   convert.DetectKVM(os.DirFS(*hostRoot)),
-		Log:   log,
-	})
+	host := os.DirFS(*hostRoot)
+	kvm := convert.DetectKVM(host)
+	a, err := agent.New(cfg, agent.Deps{Kube: kube, Virt: virt, Store: db, KVM: kvm, Log: log})
 	if err != nil {
 		return err
 	}
-	af.node = cfg.NodeName
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	apiErr := make(chan error, 1)
-	go func() {
-		err := serveAPI(ctx, af, a, log)
+	run := map[string]func(context.Context) error{"agent": a.Run}
+	if svc.Heartbeat {
+		hb, err := heartbeat.New(heartbeat.Config{NodeName: cfg.NodeName, Interval: svc.HeartbeatInterval, Logger: log},
+			kube.CoreV1().Nodes())
 		if err != nil {
-			cancel() // the agent without its API is not worth running
+			return err
 		}
-		apiErr <- err
-	}()
-	runErr := a.Run(ctx)
-	cancel()
-	if err := <-apiErr; err != nil {
-		return err
+		run["heartbeat"] = hb.Run
 	}
-	return runErr
+	if svc.DevicePlugins {
+		devs := deviceplugin.HostDevices(host, kvm.Usable)
+		dpc := deviceplugin.Config{Dir: svc.DevicePluginDir, Host: host, Logger: log}
+		run["device plugins"] = func(ctx context.Context) error { return deviceplugin.Run(ctx, dpc, devs) }
+	}
+	if af.socket != "" || af.tlsAddr != "" {
+		af.node = cfg.NodeName
+		run["node API"] = func(ctx context.Context) error { return serveAPI(ctx, af, a, log) }
+	}
+	return runAll(ctx, run)
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

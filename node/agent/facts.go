@@ -43,7 +43,7 @@ func exitReason(e *launcher.Exit) string {
 		return fmt.Sprintf("QEMU exited with code %d after %s", e.Code, e.Reason)
 	}
 	if e.Signal != "" {
-		return fmt.Sprintf("QEMU was killed by %s", e.Signal)
+		return fmt.Sprintf("QEMU was terminated by a signal (%s)", e.Signal)
 	}
 	return fmt.Sprintf("QEMU exited with code %d", e.Code)
 }
@@ -87,11 +87,13 @@ func statusInterfaces(ifs []store.Interface) []v1.VirtualMachineInstanceNetworkI
 		return nil
 	}
 	out := make([]v1.VirtualMachineInstanceNetworkInterface, 0, len(ifs))
-	for _, i := range ifs {
+	for k, i := range ifs {
 		s := v1.VirtualMachineInstanceNetworkInterface{
-			Name:          i.Name,
-			MAC:           i.MAC,
-			InterfaceName: "eth0",
+			Name: i.Name,
+			MAC:  i.MAC,
+			// The guest names virtio NICs in PCI order, which is spec
+			// order here; the guest agent's view is not merged in yet.
+			InterfaceName: fmt.Sprintf("eth%d", k),
 			InfoSource:    "domain",
 		}
 		ips := i.PodIPs

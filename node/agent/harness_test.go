@@ -102,6 +102,9 @@ func newHarness(t *testing.T) *harness {
 	if _, err := h.kube.CoreV1().Namespaces().Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := h.kube.CoreV1().Nodes().Create(h.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(h.stopAgent)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -136,7 +139,10 @@ func (h *harness) startAgent(t *testing.T) time.Time {
 	cmd := exec.Command(filepath.Join(h.bin, "nodevirt-agent"),
 		"--kubeconfig", h.env.Kubeconfig, "--node-name", testNode, "--db", h.db,
 		"--kubelet-root", h.root, "--allow-emulation=true", "--log-level=debug",
-		"--api-socket", h.apiSocket, "--api-tls-addr", h.tlsAddr, "--api-ca-dir", h.caDir)
+		"--api-socket", h.apiSocket, "--api-tls-addr", h.tlsAddr, "--api-ca-dir", h.caDir,
+		// No kubelet here; another test's kubelet on this host must not
+		// see our device plugins.
+		"--device-plugins=false", "--heartbeat=true")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -203,6 +209,7 @@ type vmOpts struct {
 type vm struct {
 	h        *harness
 	name     string
+	podName  string
 	vmi      *v1.VirtualMachineInstance
 	pod      podfs.Pod
 	netns    string // "" without NIC
@@ -227,7 +234,7 @@ func (h *harness) createVM(t *testing.T, name string, o vmOpts) *vm {
 	if err != nil {
 		t.Fatalf("create pod of %s: %v", name, err)
 	}
-	v := &vm{h: h, name: name}
+	v := &vm{h: h, name: name, podName: pod.Name}
 	v.pod, err = podfs.New(h.root, string(pod.UID))
 	if err != nil {
 		t.Fatal(err)

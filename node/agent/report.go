@@ -42,6 +42,7 @@ func (a *Agent) report(ctx context.Context, o *Observation) error {
 			a.normal(o.VMI, e.Reason, e.Message)
 		}
 	}
+	a.log.Debug("phase record", "changed", next.Phase != cur.Phase, "live", o.liveRecord())
 	if next.Phase != cur.Phase && o.liveRecord() {
 		return a.update(ctx, o, func(r *store.Record) error {
 			r.Observed.Phase = string(next.Phase)

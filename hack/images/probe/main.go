@@ -3,6 +3,8 @@
 //
 //	probe serve [-addr :8080]   HTTP server; GET / answers "probe <hostname>"
 //	probe get URL               prints the body of GET URL; exit 1 on failure
+//	probe dev PATH              checks that PATH is a device node this
+//	                            process can open read-write
 //	probe kube                  asks the API server (kubernetes Service, pod's
 //	                            service-account token) who it is
 package main
@@ -16,7 +18,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: probe serve|get|kube ...")
+		fmt.Fprintln(os.Stderr, "usage: probe serve|get|dev|kube ...")
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -27,6 +29,8 @@ func main() {
 		err = serve(os.Args[2:])
 	case "get":
 		err = get(ctx, os.Args[2:])
+	case "dev":
+		err = dev(os.Args[2:])
 	case "kube":
 		err = kube(ctx)
 	default:

@@ -1,0 +1,30 @@
+package heartbeat
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+)
+
+// Patch returns the JSON merge patch for one heartbeat at now: the
+// schedulable label and, when alive, the heartbeat annotation. The final
+// patch of a clean stop (alive=false) leaves the last heartbeat in place.
+func Patch(alive bool, now time.Time) []byte {
+	type meta struct {
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations,omitempty"`
+	}
+	m := meta{Labels: map[string]string{v1.SchedulableLabel: strconv.FormatBool(alive)}}
+	if alive {
+		m.Annotations = map[string]string{v1.HeartbeatAnnotation: now.UTC().Format(time.RFC3339)}
+	}
+	raw, err := json.Marshal(struct {
+		Metadata meta `json:"metadata"`
+	}{m})
+	if err != nil {
+		panic("heartbeat: marshal patch: " + err.Error()) // maps of strings always marshal
+	}
+	return raw
+}
