@@ -62,6 +62,9 @@ func facts(o *Observation) (status.Facts, bool) {
 		AgentConnected: o.Runtime.AgentConnected,
 		Now:            o.Now,
 	}
+	if o.VMI != nil && o.VMI.Spec.ReadinessProbe != nil && o.VMI.Spec.ReadinessProbe.GuestAgentPing != nil {
+		f.ReadyNeedsAgent = true
+	}
 	if !o.Runtime.AgentProbed && o.VMI != nil {
 		// Not probed since (re-)attach: keep what the status says.
 		f.AgentConnected = conditionTrue(o.VMI, v1.VirtualMachineInstanceAgentConnected)
