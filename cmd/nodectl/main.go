@@ -27,7 +27,7 @@ import (
 func main() {
 	fs := flag.NewFlagSet("nodectl", flag.ContinueOnError)
 	cfg := Config{}
-	fs.StringVar(&cfg.Socket, "socket", "/var/run/nodevirt/agent.sock", "the agent's node API socket")
+	fs.StringVar(&cfg.Socket, "socket", "/var/lib/nodevirt/agent.sock", "the agent's node API socket")
 	fs.StringVar(&cfg.DB, "db", "/var/lib/nodevirt/agent.db", "the agent's bbolt file (read when the agent is down)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: nodectl [flags] list|show|timeline|qmp|agent|console|pause|unpause [VMI] [ARG]")

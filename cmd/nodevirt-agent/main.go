@@ -43,9 +43,9 @@ func run() error {
 		logLevel   = flag.String("log-level", "info", "debug, info, warn or error")
 		af         apiFlags
 	)
-	flag.StringVar(&af.socket, "api-socket", "/var/run/nodevirt/agent.sock", "node API unix socket for nodectl (root only); empty disables it")
+	flag.StringVar(&af.socket, "api-socket", "/var/lib/nodevirt/agent.sock", "node API unix socket for nodectl (root only); empty disables it")
 	flag.StringVar(&af.tlsAddr, "api-tls-addr", "", "node API mutual-TLS listen address, e.g. :8186; empty disables it")
-	flag.StringVar(&af.caDir, "api-ca-dir", "/etc/nodevirt/ca", "directory of the mounted nodevirt-ca Secret (ca.crt, ca.key)")
+	flag.StringVar(&af.caDir, "api-ca-dir", "/etc/nodevirt-ca", "directory of the mounted nodevirt-ca Secret (ca.crt, ca.key)")
 	fc := fileConfig{}
 	flag.Func("kubelet-root", "kubelet root directory (default /var/lib/kubelet)", func(s string) error { fc.KubeletRoot = s; return nil })
 	boolFlag := func(name, usage string, dst **bool) {
