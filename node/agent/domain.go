@@ -34,6 +34,7 @@ type domain struct {
 	stopDHCP  context.CancelFunc
 	stopWatch context.CancelFunc
 	ga        *qmp.Agent // the guest agent connection, shared with the node API
+	guestNet  guestNet   // the guest's interfaces as its agent reports them
 
 	// opMu serialises run-state changes (pause, unpause and their
 	// re-application by sync) so an intent and its QMP command are never
@@ -187,7 +188,13 @@ func (d *domain) watchGuestAgent(ctx context.Context, path string) {
 		info, err := d.probeAgent(ctx, &ga, path)
 		if err == nil {
 			failures = 0
+			// Both views are updated before either enqueues, so the
+			// first report after a connect carries both.
+			netChanged := d.probeGuestNet(ctx, ga)
 			d.setAgent(true, info)
+			if netChanged {
+				d.enqueue(d.uid)
+			}
 			continue
 		}
 		if failures++; failures >= agentFailures {

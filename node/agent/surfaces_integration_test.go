@@ -31,7 +31,7 @@ func TestSurfaces_Integration(t *testing.T) {
 	h.startAgent(t)
 	// user-data: the guest keeps its cidata disk mounted, a file system
 	// for filesystemlist.
-	v := h.createVM(t, "surf", vmOpts{graphics: true, userData: "#!/bin/sh\necho surf\n"})
+	v := h.createVM(t, "surf", vmOpts{graphics: true, binding: "masquerade", userData: "#!/bin/sh\necho surf\n"})
 	sp := h.createVM(t, "startpaused", vmOpts{paused: true})
 	sp.serial.stop() // the console test reads this VM's serial port
 	c := api.NewClient(h.apiSocket)
@@ -42,6 +42,17 @@ func TestSurfaces_Integration(t *testing.T) {
 	v.waitSerial(t, "NODEVIRT-USERDATA-END", 60*time.Second)
 	waitFor(t, 60*time.Second, "guest agent of "+v.name, func() bool {
 		return conditionIs(v.get(), v1.VirtualMachineInstanceAgentConnected, corev1.ConditionTrue)
+	})
+
+	t.Run("GuestInterfaces", func(t *testing.T) {
+		var got []v1.VirtualMachineInstanceNetworkInterface
+		waitFor(t, 20*time.Second, "guest agent data in status.interfaces", func() bool {
+			got = v.get().Status.Interfaces
+			return len(got) == 1 && got[0].InfoSource == "domain, guest-agent"
+		})
+		if got[0].IPAddress != "10.244.0.5" || got[0].InterfaceName != "eth0" {
+			t.Errorf("status.interfaces = %+v, want the pod IP (masquerade) and the guest's eth0", got)
+		}
 	})
 
 	t.Run("GuestData", func(t *testing.T) {
