@@ -14,3 +14,8 @@ test-surfaces: testenv guest-images agent-deps ## Run the node API and nodectl t
 
 bench-pause: testenv guest-images agent-deps ## Measure pause/unpause latency at the node API (p50/p99 over 200 calls, real QEMU).
 	$(GO) test $(GOTEST_FLAGS) -timeout 15m -run 'TestSurfaces_Integration/PauseLatency' -v ./node/agent/
+
+.PHONY: node-ca
+node-ca: ## Write a fresh node API CA as Secret nodevirt-ca to $(OUT)/deploy/nodevirt-ca.yaml (deploy-time step; kubectl apply it once).
+	mkdir -p $(OUT)/deploy
+	test -s $(OUT)/deploy/nodevirt-ca.yaml || $(GO) run ./hack/nodeca > $(OUT)/deploy/nodevirt-ca.yaml
