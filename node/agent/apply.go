@@ -268,17 +268,13 @@ type qmpConn interface {
 // with the pod).
 func (a *Agent) release(ctx context.Context, o *Observation) error {
 	a.dropDomain(o.UID)
-	if o.VMI != nil && len(o.Record.Interfaces) > 0 {
+	if len(o.Record.Interfaces) > 0 {
 		pid, err := launcherPID(ctx, o.Record.Sockets.Launcher)
 		if err != nil && alive(o.Record.Process) {
 			pid, err = o.Record.Process.PID, nil
 		}
 		if err == nil {
-			ps, err := plans(o.VMI, o.Record, pid)
-			if err != nil {
-				return err
-			}
-			for _, p := range ps {
+			for _, p := range releasePlans(o.Record.Interfaces) {
 				if err := netsetup.Release(ctx, netnsPath(pid), p); err != nil {
 					return err
 				}
