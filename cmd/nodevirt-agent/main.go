@@ -41,7 +41,11 @@ func run() error {
 		dbPath     = flag.String("db", "/var/lib/nodevirt/agent.db", "the agent's bbolt file")
 		hostRoot   = flag.String("host-root", "/", "the host's root, for the KVM check")
 		logLevel   = flag.String("log-level", "info", "debug, info, warn or error")
+		af         apiFlags
 	)
+	flag.StringVar(&af.socket, "api-socket", "/var/lib/nodevirt/agent.sock", "node API unix socket for nodectl (root only); empty disables it")
+	flag.StringVar(&af.tlsAddr, "api-tls-addr", "", "node API mutual-TLS listen address, e.g. :8186; empty disables it")
+	flag.StringVar(&af.caDir, "api-ca-dir", "/etc/nodevirt-ca", "directory of the mounted nodevirt-ca Secret (ca.crt, ca.key)")
 	fc := fileConfig{}
 	flag.Func("kubelet-root", "kubelet root directory (default /var/lib/kubelet)", func(s string) error { fc.KubeletRoot = s; return nil })
 	boolFlag := func(name, usage string, dst **bool) {
@@ -109,6 +113,10 @@ func run() error {
 		devs := deviceplugin.HostDevices(host, kvm.Usable)
 		dpc := deviceplugin.Config{Dir: svc.DevicePluginDir, Host: host, Logger: log}
 		run["device plugins"] = func(ctx context.Context) error { return deviceplugin.Run(ctx, dpc, devs) }
+	}
+	if af.socket != "" || af.tlsAddr != "" {
+		af.node = cfg.NodeName
+		run["node API"] = func(ctx context.Context) error { return serveAPI(ctx, af, a, log) }
 	}
 	return runAll(ctx, run)
 }

@@ -45,6 +45,8 @@ func (a *Agent) apply(ctx context.Context, act ActionKind, o *Observation) error
 		return a.release(ctx, o)
 	case ActMarkGone:
 		return a.markGone(ctx, o)
+	case ActPause:
+		return a.reapplyPause(ctx, o)
 	}
 	return fmt.Errorf("unknown action %q", act)
 }
@@ -86,6 +88,7 @@ func (a *Agent) createRecord(ctx context.Context, o *Observation) error {
 			VNC:        pod.Socket(podfs.VNCSocket),
 		},
 		Observed: store.Observed{Phase: string(o.VMI.Status.Phase), At: a.now()},
+		Intent:   store.Intent{Paused: startsPaused(o.VMI)},
 	}
 	if err := a.deps.Store.Put(ctx, rec, a.event("Adopted", "launcher pod "+o.Pod.Name)); err != nil {
 		return err
@@ -152,6 +155,7 @@ func (a *Agent) launch(ctx context.Context, o *Observation) error {
 		AllowEmulation: a.cfg.AllowEmulation,
 		Interfaces:     nics(o.Record.Interfaces),
 		Paths:          launchspec.DefaultPaths(),
+		StartPaused:    o.Record.Intent.Paused,
 	})
 	if err != nil {
 		a.warn(o.VMI, "SyncFailed", err.Error())

@@ -21,7 +21,7 @@ func domainState(o *Observation) (status.Domain, string) {
 	}
 	if o.Runtime.QMPConnected {
 		switch o.Runtime.RunState {
-		case "paused":
+		case "paused", "prelaunch": // prelaunch: started with -S (startStrategy Paused)
 			return status.DomainPaused, ""
 		case "running", "inmigrate", "postmigrate", "finish-migrate", "suspended":
 			return status.DomainRunning, ""
@@ -61,6 +61,9 @@ func facts(o *Observation) (status.Facts, bool) {
 		PodTerminating: o.Pod != nil && o.Pod.DeletionTimestamp != nil,
 		AgentConnected: o.Runtime.AgentConnected,
 		Now:            o.Now,
+	}
+	if o.VMI != nil && o.VMI.Spec.ReadinessProbe != nil && o.VMI.Spec.ReadinessProbe.GuestAgentPing != nil {
+		f.ReadyNeedsAgent = true
 	}
 	if !o.Runtime.AgentProbed && o.VMI != nil {
 		// Not probed since (re-)attach: keep what the status says.

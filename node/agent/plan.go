@@ -168,6 +168,9 @@ func planRun(o *Observation) Plan {
 		if !o.Runtime.QMPConnected {
 			p.Actions = append(p.Actions, ActAttach)
 		}
+		if needsPause(o) {
+			p.Actions = append(p.Actions, ActPause)
+		}
 		p.PatchStatus = true
 		return p
 	default: // LauncherExited

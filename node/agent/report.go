@@ -24,6 +24,7 @@ func (a *Agent) report(ctx context.Context, o *Observation) error {
 	}
 	if d := a.domainIfAny(o.UID); d != nil {
 		f.GuestOSInfo = d.guestOSInfo()
+		f.Interfaces = mergeGuestNet(f.Interfaces, d.guestInterfaces(), masqueraded(o.Record), o.VMI.Status.Interfaces)
 	}
 	cur := o.VMI.Status
 	next, events := status.Derive(cur, f)
