@@ -7,6 +7,12 @@
 //	node/launchspec  the launch spec (and convert: VMI → QEMU argv)
 //	node/launcher    the launcher's API: server, client, SO_PEERCRED
 //	node/cloudinit   the NoCloud ISO
+//	node/heartbeat   the node's kubevirt.io/heartbeat and schedulable label
+//	node/deviceplugin devices.kubevirt.io/{kvm,tun,vhost-net} for launcher pods
+//	node/api         the node API (pause, console/VNC, guest data; mTLS) and nodectl's routes
+//
+// cmd/nodevirt-agent runs the reconcile loop, the heartbeat and the device
+// plugins side by side; if one of them stops, the process exits.
 //
 // # Phases
 //

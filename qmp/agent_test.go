@@ -60,7 +60,7 @@ func TestAgent_NeverAnswersThenResyncs(t *testing.T) {
 	hung.Store(true)
 	s.Handle("guest-info", func(qmptest.Request) (any, error) {
 		if hung.Load() {
-			return nil, qmptest.NoReply
+			return nil, qmptest.ErrNoReply
 		}
 		return qmp.AgentInfo{Version: "7.2.22"}, nil
 	})
@@ -93,7 +93,7 @@ func TestAgent_NeverAnswersThenResyncs(t *testing.T) {
 
 func TestAgent_AgentNotRunning(t *testing.T) {
 	s := qmptest.NewAgentServer(t)
-	s.Handle("guest-sync-delimited", func(qmptest.Request) (any, error) { return nil, qmptest.NoReply })
+	s.Handle("guest-sync-delimited", func(qmptest.Request) (any, error) { return nil, qmptest.ErrNoReply })
 	a := dialAgent(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -107,7 +107,7 @@ func TestAgent_ErrorClassAndClose(t *testing.T) {
 	s.Handle("guest-fsfreeze-freeze", func(qmptest.Request) (any, error) {
 		return nil, &qmp.Error{Class: qmp.ClassGenericError, Desc: "freeze failed"}
 	})
-	s.Handle("guest-get-osinfo", func(qmptest.Request) (any, error) { return nil, qmptest.Hangup })
+	s.Handle("guest-get-osinfo", func(qmptest.Request) (any, error) { return nil, qmptest.ErrHangup })
 	a := dialAgent(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -125,7 +125,7 @@ func TestAgent_ErrorClassAndClose(t *testing.T) {
 
 func TestAgent_CloseUnblocksWaiters(t *testing.T) {
 	s := qmptest.NewAgentServer(t)
-	s.Handle("guest-get-users", func(qmptest.Request) (any, error) { return nil, qmptest.NoReply })
+	s.Handle("guest-get-users", func(qmptest.Request) (any, error) { return nil, qmptest.ErrNoReply })
 	a := dialAgent(t, s)
 	const callers = 4
 	errc := make(chan error, callers)
@@ -151,7 +151,7 @@ func TestAgent_CloseUnblocksWaiters(t *testing.T) {
 
 func TestAgent_ShutdownDoesNotWaitForAReply(t *testing.T) {
 	s := qmptest.NewAgentServer(t)
-	s.Handle("guest-shutdown", func(qmptest.Request) (any, error) { return nil, qmptest.NoReply })
+	s.Handle("guest-shutdown", func(qmptest.Request) (any, error) { return nil, qmptest.ErrNoReply })
 	a := dialAgent(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -54,7 +54,7 @@ func TestDial_GreetingFailures(t *testing.T) {
 			return nil, &qmp.Error{Class: qmp.ClassGenericError, Desc: "no"}
 		}},
 		{name: "capabilities unanswered", greeting: qmptest.DefaultGreeting, wantCtx: true, caps: func(qmptest.Request) (any, error) {
-			return nil, qmptest.NoReply
+			return nil, qmptest.ErrNoReply
 		}},
 	}
 	for _, tt := range tests {
@@ -129,7 +129,7 @@ func TestConn_ConcurrentCallersGetTheirOwnReplies(t *testing.T) {
 
 func TestConn_ServerNeverAnswers(t *testing.T) {
 	s := qmptest.NewServer(t)
-	s.Handle("query-status", func(qmptest.Request) (any, error) { return nil, qmptest.NoReply })
+	s.Handle("query-status", func(qmptest.Request) (any, error) { return nil, qmptest.ErrNoReply })
 	s.Handle("query-kvm", func(qmptest.Request) (any, error) { return qmp.KVMInfo{Present: true}, nil })
 	c := dial(t, s)
 
@@ -158,7 +158,7 @@ func TestConn_ServerNeverAnswers(t *testing.T) {
 
 func TestConn_Cancel(t *testing.T) {
 	s := qmptest.NewServer(t)
-	s.Handle("stop", func(qmptest.Request) (any, error) { return nil, qmptest.NoReply })
+	s.Handle("stop", func(qmptest.Request) (any, error) { return nil, qmptest.ErrNoReply })
 	c := dial(t, s)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -178,7 +178,7 @@ func TestConn_Cancel(t *testing.T) {
 
 func TestConn_ServerClosesMidCommand(t *testing.T) {
 	s := qmptest.NewServer(t)
-	s.Handle("cont", func(qmptest.Request) (any, error) { return nil, qmptest.Hangup })
+	s.Handle("cont", func(qmptest.Request) (any, error) { return nil, qmptest.ErrHangup })
 	c := dial(t, s)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -201,7 +201,7 @@ func TestConn_ServerClosesMidCommand(t *testing.T) {
 
 func TestConn_CloseUnblocksEveryone(t *testing.T) {
 	s := qmptest.NewServer(t)
-	s.Handle("query-migrate", func(qmptest.Request) (any, error) { return nil, qmptest.NoReply })
+	s.Handle("query-migrate", func(qmptest.Request) (any, error) { return nil, qmptest.ErrNoReply })
 	c := dial(t, s)
 	sub := c.Subscribe(1)
 
@@ -260,7 +260,7 @@ func TestConn_ErrorClassPreserved(t *testing.T) {
 
 func TestConn_Quit(t *testing.T) {
 	s := qmptest.NewServer(t)
-	s.Handle("quit", func(qmptest.Request) (any, error) { return nil, qmptest.Hangup })
+	s.Handle("quit", func(qmptest.Request) (any, error) { return nil, qmptest.ErrHangup })
 	c := dial(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

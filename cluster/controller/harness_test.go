@@ -33,7 +33,7 @@ type cluster struct {
 	kubeconfig string
 }
 
-func startCluster(t *testing.T) *cluster {
+func startCluster(t testing.TB) *cluster {
 	t.Helper()
 	env := apitest.Start(t)
 	c := &cluster{env: env, kube: kubernetes.NewForConfigOrDie(env.Config), kv: versioned.NewForConfigOrDie(env.Config)}
@@ -44,9 +44,13 @@ func startCluster(t *testing.T) *cluster {
 	return c
 }
 
-// buildController builds cmd/nodevirt-controller into t.TempDir().
-func buildController(t *testing.T) string {
+// buildController builds cmd/nodevirt-controller into t.TempDir(), or
+// returns $NODEVIRT_CONTROLLER_BIN when set (e.g. a -race build).
+func buildController(t testing.TB) string {
 	t.Helper()
+	if bin := os.Getenv("NODEVIRT_CONTROLLER_BIN"); bin != "" {
+		return bin
+	}
 	root, err := apitest.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +65,7 @@ func buildController(t *testing.T) string {
 	return bin
 }
 
-func (c *cluster) namespace(t *testing.T, name string) string {
+func (c *cluster) namespace(t testing.TB, name string) string {
 	t.Helper()
 	_, err := c.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -83,7 +87,7 @@ var fastLease = []string{"--lease-duration=6s", "--renew-deadline=4s", "--retry-
 
 // startReplica runs the controller as a process with the env's kubeconfig;
 // it is stopped (by pid) in t.Cleanup.
-func (c *cluster) startReplica(t *testing.T, id string, extra ...string) *replica {
+func (c *cluster) startReplica(t testing.TB, id string, extra ...string) *replica {
 	t.Helper()
 	r := &replica{id: id, logPath: filepath.Join(t.TempDir(), id+".log"), exited: make(chan struct{})}
 	logFile, err := os.Create(r.logPath)
@@ -112,8 +116,11 @@ func (c *cluster) startReplica(t *testing.T, id string, extra ...string) *replic
 			r.signal(syscall.SIGKILL)
 			<-r.exited
 		}
+		data, _ := os.ReadFile(r.logPath)
+		if strings.Contains(string(data), "DATA RACE") {
+			t.Errorf("controller %s: the race detector fired", id)
+		}
 		if t.Failed() {
-			data, _ := os.ReadFile(r.logPath)
 			lines := strings.Split(string(data), "\n")
 			t.Logf("controller %s log tail:\n%s", id, strings.Join(lines[max(0, len(lines)-40):], "\n"))
 		}
@@ -130,7 +137,7 @@ func (r *replica) signal(s syscall.Signal) {
 }
 
 // eventually polls cond every 100 ms until it returns true or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() (bool, error)) {
+func eventually(t testing.TB, d time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	var lastErr error
@@ -157,7 +164,7 @@ func (c *cluster) getVM(ns, name string) (*v1.VirtualMachine, error) {
 
 // waitVMI waits for a VMI named name that is not old (a UID) and not being
 // deleted, and returns it.
-func (c *cluster) waitVMI(t *testing.T, ns, name string, old string) *v1.VirtualMachineInstance {
+func (c *cluster) waitVMI(t testing.TB, ns, name string, old string) *v1.VirtualMachineInstance {
 	t.Helper()
 	var vmi *v1.VirtualMachineInstance
 	eventually(t, 30*time.Second, "vmi "+name, func() (bool, error) {
@@ -173,7 +180,7 @@ func (c *cluster) waitVMI(t *testing.T, ns, name string, old string) *v1.Virtual
 
 // schedule plays scheduler and kubelet: it binds the VMI's launcher pod to
 // node and marks it Running, then waits for the VMI to be Scheduled.
-func (c *cluster) schedule(t *testing.T, vmi *v1.VirtualMachineInstance, node string) *v1.VirtualMachineInstance {
+func (c *cluster) schedule(t testing.TB, vmi *v1.VirtualMachineInstance, node string) *v1.VirtualMachineInstance {
 	t.Helper()
 	ctx := context.Background()
 	var pod *corev1.Pod
@@ -214,7 +221,7 @@ func (c *cluster) schedule(t *testing.T, vmi *v1.VirtualMachineInstance, node st
 }
 
 // agentPhase plays the agent writing the VMI phase (and Ready when Running).
-func (c *cluster) agentPhase(t *testing.T, ns, name string, phase v1.VirtualMachineInstancePhase) {
+func (c *cluster) agentPhase(t testing.TB, ns, name string, phase v1.VirtualMachineInstancePhase) {
 	t.Helper()
 	eventually(t, 10*time.Second, fmt.Sprintf("vmi %s → %s", name, phase), func() (bool, error) {
 		v, err := c.getVMI(ns, name)
@@ -237,7 +244,7 @@ func (c *cluster) agentPhase(t *testing.T, ns, name string, phase v1.VirtualMach
 
 // agentRelease plays the agent finishing a deletion: once the VMI is being
 // deleted it removes the VMI finalizer; then waits for the VMI to be gone.
-func (c *cluster) agentRelease(t *testing.T, ns, name string, uid string) {
+func (c *cluster) agentRelease(t testing.TB, ns, name string, uid string) {
 	t.Helper()
 	eventually(t, 30*time.Second, "vmi "+name+" released", func() (bool, error) {
 		v, err := c.getVMI(ns, name)
@@ -253,7 +260,7 @@ func (c *cluster) agentRelease(t *testing.T, ns, name string, uid string) {
 	})
 }
 
-func (c *cluster) waitPrintable(t *testing.T, ns, name string, want v1.VirtualMachinePrintableStatus) *v1.VirtualMachine {
+func (c *cluster) waitPrintable(t testing.TB, ns, name string, want v1.VirtualMachinePrintableStatus) *v1.VirtualMachine {
 	t.Helper()
 	var vm *v1.VirtualMachine
 	eventually(t, 30*time.Second, fmt.Sprintf("vm %s printableStatus %s", name, want), func() (bool, error) {

@@ -2,6 +2,8 @@ package controller_test
 
 import (
 	"context"
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -53,7 +55,9 @@ func TestIntegration(t *testing.T) {
 	t.Run("PodDeletedBeforeHandoff", func(t *testing.T) { testPodDeletedBeforeHandoff(t, c) })
 	t.Run("NodeUnresponsive", func(t *testing.T) { testNodeUnresponsive(t, c) })
 	t.Run("Metrics", func(t *testing.T) { testMetrics(t, addr) })
-	t.Run("LeaderFailover", func(t *testing.T) { testFailover(t, c, leader) })
+	var next *replica
+	t.Run("LeaderFailover", func(t *testing.T) { next = testFailover(t, c, leader) })
+	t.Run("BadConfigGivesUpLease", func(t *testing.T) { testBadConfig(t, c, next) })
 }
 
 func (c *cluster) leaseHolder() string {
@@ -269,8 +273,8 @@ func testCrashLoop(t *testing.T, c *cluster) {
 	}
 }
 
-func testFailover(t *testing.T, c *cluster, a *replica) {
-	c.startReplica(t, "b")
+func testFailover(t *testing.T, c *cluster, a *replica) *replica {
+	b := c.startReplica(t, "b")
 	// b stays a follower while a leads.
 	if h := c.leaseHolder(); h != "a" {
 		t.Fatalf("lease holder = %q, want a", h)
@@ -296,6 +300,41 @@ func testFailover(t *testing.T, c *cluster, a *replica) {
 	ns := c.namespace(t, "failover")
 	c.createVM(t, newVM(ns, "vm", v1.RunStrategyAlways))
 	c.waitVMI(t, ns, "vm", "")
+	return b
+}
+
+// testBadConfig: a leader that cannot use its ConfigMap must not sit on the
+// lease doing nothing; it releases the lease and exits with an error.
+func testBadConfig(t *testing.T, c *cluster, b *replica) {
+	if b == nil {
+		t.Skip("no leader from the failover test")
+	}
+	ctx := context.Background()
+	cm, err := c.kube.CoreV1().ConfigMaps("nodevirt").Get(ctx, "nodevirt-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["useEmulation"] = "not-a-bool"
+	if _, err := c.kube.CoreV1().ConfigMaps("nodevirt").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b.signal(syscall.SIGTERM) // a clean stop releases the lease at once
+	<-b.exited
+	bad := c.startReplica(t, "bad")
+	select {
+	case <-bad.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a leader with an invalid ConfigMap kept running")
+	}
+	if code := bad.cmd.ProcessState.ExitCode(); code == 0 {
+		t.Errorf("exit code 0, want an error")
+	}
+	if log, _ := os.ReadFile(bad.logPath); !strings.Contains(string(log), "useEmulation") {
+		t.Errorf("the failed leader's log does not name the bad key:\n%s", log)
+	}
+	if h := c.leaseHolder(); h == "bad" {
+		t.Errorf("lease still held by the failed leader")
+	}
 }
 
 func hasString(list []string, s string) bool {

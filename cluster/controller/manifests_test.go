@@ -22,7 +22,7 @@ const serviceAccount = "system:serviceaccount:nodevirt:nodevirt-controller"
 // applyControllerRBAC creates the ServiceAccount and RBAC objects of
 // deploy/controller, so that the controller can run with exactly the
 // permissions it is deployed with.
-func (c *cluster) applyControllerRBAC(t *testing.T) {
+func (c *cluster) applyControllerRBAC(t testing.TB) {
 	t.Helper()
 	root, err := apitest.RepoRoot()
 	if err != nil {
@@ -66,7 +66,7 @@ func (c *cluster) applyControllerRBAC(t *testing.T) {
 
 // impersonatingKubeconfig writes a copy of the env's kubeconfig that acts
 // as the controller's ServiceAccount.
-func (c *cluster) impersonatingKubeconfig(t *testing.T) string {
+func (c *cluster) impersonatingKubeconfig(t testing.TB) string {
 	t.Helper()
 	cfg, err := clientcmd.LoadFromFile(c.env.Kubeconfig)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
@@ -22,6 +23,9 @@ import (
 
 // Deps are the controller process's collaborators.
 type Deps struct {
+	// Lease renews the leader lease. Give it its own client (own rate
+	// limiter): renewals must never queue behind the controllers' writes.
+	Lease    coordinationv1client.LeasesGetter
 	Kube     kubernetes.Interface
 	Kubevirt versioned.Interface
 	Log      *slog.Logger
@@ -37,7 +41,7 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	}
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.LeaseName},
-		Client:     d.Kube.CoordinationV1(),
+		Client:     d.Lease,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
 	}
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(cfg.RenewDeadline)
@@ -71,6 +75,7 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	}
 
 	var lost bool
+	var leading leaderState
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   cfg.LeaseDuration,
@@ -82,12 +87,16 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				d.Log.Info("became leader", "identity", cfg.Identity)
-				if err := lead(ctx, cfg, d); err != nil {
-					d.Log.Error("controllers stopped", "err", err)
+				done := leading.start()
+				defer close(done)
+				if err := lead(ctx, cfg, d); err != nil && ctx.Err() == nil {
+					// Never hold the lease without working: give it up.
+					leading.fail(err)
+					cancel()
 				}
 			},
 			OnStoppedLeading: func() {
-				if ctx.Err() == nil {
+				if ctx.Err() == nil && leading.err() == nil {
 					lost = true
 				}
 				cancel()
@@ -100,14 +109,54 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	}
 	elector.Run(ctx)
 	cancel()
+	leading.wait()
 	wg.Wait()
 	switch {
 	case srvErr != nil:
 		return srvErr
+	case leading.err() != nil:
+		return fmt.Errorf("leading: %w", leading.err())
 	case lost:
 		return errors.New("lost the leader lease")
 	}
 	return nil
+}
+
+// leaderState lets Run wait for the controllers started by the leader
+// election callback (client-go does not wait for them) and see their error.
+type leaderState struct {
+	mu      sync.Mutex
+	done    chan struct{}
+	failure error
+}
+
+func (l *leaderState) start() chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.done = make(chan struct{})
+	return l.done
+}
+
+func (l *leaderState) fail(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failure = err
+}
+
+func (l *leaderState) err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failure
+}
+
+// wait returns when the controllers have stopped (at once if they never ran).
+func (l *leaderState) wait() {
+	l.mu.Lock()
+	done := l.done
+	l.mu.Unlock()
+	if done != nil {
+		<-done
+	}
 }
 
 func mux(watchdog *leaderelection.HealthzAdaptor, reg *prometheus.Registry) *http.ServeMux {

@@ -12,12 +12,14 @@ import (
 	"k8s.io/client-go/informers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	kvscheme "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/scheme"
 	kvinformers "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions"
+	kvlisters "github.com/nodevirt/nodevirt/cluster/client/listers/api/v1"
 	"github.com/nodevirt/nodevirt/cluster/node"
 	"github.com/nodevirt/nodevirt/cluster/reconcile"
 	"github.com/nodevirt/nodevirt/cluster/vm"
@@ -33,6 +35,11 @@ type system struct {
 	loops       []*reconcile.Loop
 }
 
+// informerSet are the informers the controllers share.
+type informerSet struct {
+	vms, vmis, pods, pvcs, nodes cache.SharedIndexInformer
+}
+
 func build(cfg Config, d Deps) (*system, error) {
 	s := &system{
 		kvFactory:   kvinformers.NewSharedInformerFactory(d.Kubevirt, 0),
@@ -40,14 +47,10 @@ func build(cfg Config, d Deps) (*system, error) {
 		podFactory: informers.NewSharedInformerFactoryWithOptions(d.Kube, 0,
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = vmi.LauncherSelector })),
 	}
-	scheme := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), kvscheme.AddToScheme(scheme)); err != nil {
-		return nil, fmt.Errorf("event scheme: %w", err)
+	recorder, err := s.newRecorder(d)
+	if err != nil {
+		return nil, err
 	}
-	s.broadcaster = record.NewBroadcaster()
-	recorder := s.broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "nodevirt-controller"})
-	s.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.Kube.CoreV1().Events("")})
-
 	metrics, err := reconcile.NewMetrics(d.Registry)
 	if err != nil {
 		return nil, err
@@ -56,73 +59,92 @@ func build(cfg Config, d Deps) (*system, error) {
 	if err != nil {
 		return nil, err
 	}
-
-	vmInf := s.kvFactory.Kubevirt().V1().VirtualMachines()
-	vmiInf := s.kvFactory.Kubevirt().V1().VirtualMachineInstances()
-	podInf := s.podFactory.Core().V1().Pods()
-	pvcInf := s.kubeFactory.Core().V1().PersistentVolumeClaims()
-	nodeInf := s.kubeFactory.Core().V1().Nodes()
-	for _, inf := range []cache.SharedIndexInformer{vmInf.Informer(), vmiInf.Informer(), podInf.Informer(), pvcInf.Informer(), nodeInf.Informer()} {
-		if err := inf.SetTransform(stripManagedFields); err != nil {
-			return nil, err
-		}
+	inf, err := s.informers()
+	if err != nil {
+		return nil, err
 	}
-	if err := errors.Join(podInf.Informer().AddIndexers(vmi.PodIndexers()), vmiInf.Informer().AddIndexers(node.VMIIndexers())); err != nil {
-		return nil, fmt.Errorf("add indexers: %w", err)
-	}
+	pods := inf.pods.GetIndexer()
 
 	vmLoop := reconcile.New("vm", nil, d.Log, metrics)
-	vmCtl := vm.New(vm.Deps{
-		VMs: vmInf.Lister(), VMIs: vmiInf.Lister(), Client: d.Kubevirt.KubevirtV1(),
-		Recorder: recorder, Queue: vmLoop,
-	})
-	vmLoop.SetSyncer(vmCtl)
-
+	vmLoop.SetSyncer(vm.New(vm.Deps{
+		VMs: kvlisters.NewVirtualMachineLister(inf.vms.GetIndexer()), VMIs: kvlisters.NewVirtualMachineInstanceLister(inf.vmis.GetIndexer()),
+		Client: d.Kubevirt.KubevirtV1(), Recorder: recorder, Queue: vmLoop,
+	}))
 	vmiLoop := reconcile.New("vmi", nil, d.Log, metrics)
-	pods := podInf.Informer().GetIndexer()
 	vmiCtl := vmi.New(vmi.Deps{
-		VMIs: vmiInf.Lister(), Pods: pods, PVCs: pvcInf.Lister(),
+		VMIs: kvlisters.NewVirtualMachineInstanceLister(inf.vmis.GetIndexer()), Pods: pods,
+		PVCs:   corelisters.NewPersistentVolumeClaimLister(inf.pvcs.GetIndexer()),
 		PodAPI: d.Kube.CoreV1(), Client: d.Kubevirt.KubevirtV1(), Recorder: recorder, Queue: vmiLoop,
 		Config: vmi.PodConfig{LauncherImage: cfg.LauncherImage, Emulation: cfg.Emulation},
 	})
 	vmiLoop.SetSyncer(vmiCtl)
-
 	nodeLoop := reconcile.New("node", nil, d.Log, metrics)
-	nodeCtl := node.New(node.Deps{
-		Nodes: nodeInf.Lister(), VMIs: vmiInf.Informer().GetIndexer(),
+	nodeLoop.SetSyncer(node.New(node.Deps{
+		Nodes: corelisters.NewNodeLister(inf.nodes.GetIndexer()), VMIs: inf.vmis.GetIndexer(),
 		PodExists: func(v *v1.VirtualMachineInstance) bool { return launcherPodExists(pods, v) },
 		NodeAPI:   d.Kube.CoreV1(), Client: d.Kubevirt.KubevirtV1(), Recorder: recorder, Queue: nodeLoop,
 		Threshold: cfg.HeartbeatThreshold, Recheck: cfg.HeartbeatRecheck,
-	})
-	nodeLoop.SetSyncer(nodeCtl)
-
-	_, err = vmInf.Informer().AddEventHandler(vmLoop.Handler())
-	if err == nil {
-		_, err = vmiInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: func(o any) { vmLoop.Enqueue(o); vmiLoop.Enqueue(o) },
-			UpdateFunc: func(old, cur any) {
-				vmLoop.Enqueue(cur)
-				vmiLoop.Enqueue(cur)
-				o, ok1 := old.(*v1.VirtualMachineInstance)
-				c, ok2 := cur.(*v1.VirtualMachineInstance)
-				if ok1 && ok2 {
-					vmiMetrics.ObservePhaseChange(o, c)
-				}
-			},
-			DeleteFunc: func(o any) { vmLoop.Enqueue(o); vmiLoop.Enqueue(o) },
-		})
-	}
-	if err == nil {
-		_, err = podInf.Informer().AddEventHandler(vmiCtl.PodHandler(vmiLoop.EnqueueKey))
-	}
-	if err == nil {
-		_, err = nodeInf.Informer().AddEventHandler(nodeLoop.Handler())
-	}
-	if err != nil {
-		return nil, fmt.Errorf("add event handlers: %w", err)
-	}
+	}))
 	s.loops = []*reconcile.Loop{vmLoop, vmiLoop, nodeLoop}
+
+	vmiHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) { vmLoop.Enqueue(o); vmiLoop.Enqueue(o) },
+		UpdateFunc: func(old, cur any) {
+			vmLoop.Enqueue(cur)
+			vmiLoop.Enqueue(cur)
+			o, ok1 := old.(*v1.VirtualMachineInstance)
+			c, ok2 := cur.(*v1.VirtualMachineInstance)
+			if ok1 && ok2 {
+				vmiMetrics.ObservePhaseChange(o, c)
+			}
+		},
+		DeleteFunc: func(o any) { vmLoop.Enqueue(o); vmiLoop.Enqueue(o) },
+	}
+	for _, h := range []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{
+		{inf.vms, vmLoop.Handler()}, {inf.vmis, vmiHandler},
+		{inf.pods, vmiCtl.PodHandler(vmiLoop.EnqueueKey)}, {inf.nodes, nodeLoop.Handler()},
+	} {
+		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+			return nil, fmt.Errorf("add event handler: %w", err)
+		}
+	}
 	return s, nil
+}
+
+// newRecorder starts an event broadcaster to the API server and returns a
+// recorder for the controllers.
+func (s *system) newRecorder(d Deps) (record.EventRecorder, error) {
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), kvscheme.AddToScheme(scheme)); err != nil {
+		return nil, fmt.Errorf("event scheme: %w", err)
+	}
+	s.broadcaster = record.NewBroadcaster()
+	s.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.Kube.CoreV1().Events("")})
+	return s.broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "nodevirt-controller"}), nil
+}
+
+// informers creates the shared informers: managed fields stripped from
+// every cached object, launcher pods indexed by VMI, VMIs by node.
+func (s *system) informers() (informerSet, error) {
+	inf := informerSet{
+		vms:   s.kvFactory.Kubevirt().V1().VirtualMachines().Informer(),
+		vmis:  s.kvFactory.Kubevirt().V1().VirtualMachineInstances().Informer(),
+		pods:  s.podFactory.Core().V1().Pods().Informer(),
+		pvcs:  s.kubeFactory.Core().V1().PersistentVolumeClaims().Informer(),
+		nodes: s.kubeFactory.Core().V1().Nodes().Informer(),
+	}
+	for _, i := range []cache.SharedIndexInformer{inf.vms, inf.vmis, inf.pods, inf.pvcs, inf.nodes} {
+		if err := i.SetTransform(stripManagedFields); err != nil {
+			return inf, fmt.Errorf("informer transform: %w", err)
+		}
+	}
+	if err := errors.Join(inf.pods.AddIndexers(vmi.PodIndexers()), inf.vmis.AddIndexers(node.VMIIndexers())); err != nil {
+		return inf, fmt.Errorf("add indexers: %w", err)
+	}
+	return inf, nil
 }
 
 // run starts the informers, waits for their caches and runs the loops until

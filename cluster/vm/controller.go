@@ -93,6 +93,12 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	}
 	res := Plan(o)
 	vm, err = c.apply(ctx, vm, vmi, res)
+	if permanent(err) && res.Action == CreateVMI {
+		// A user error (the template is rejected): report it on the VM and
+		// wait for the VM to change instead of retrying hot.
+		res.Status.Conditions = setFailure(res.Status.Conditions, err, o.Now)
+		return c.writeStatus(ctx, vm, res.Status)
+	}
 	if err != nil {
 		return err
 	}
@@ -184,7 +190,7 @@ func (c *Controller) deleteOrphan(ctx context.Context, vmi *v1.VirtualMachineIns
 		return nil
 	}
 	ref := metav1.GetControllerOf(vmi)
-	if ref == nil || ref.Kind != vmKind.Kind {
+	if ref == nil || ref.Kind != vmKind {
 		return nil
 	}
 	if err := c.delete(ctx, vmi); err != nil {
@@ -258,6 +264,28 @@ func copyMap(m map[string]string) map[string]string {
 	out := make(map[string]string, len(m))
 	for k, v := range m {
 		out[k] = v
+	}
+	return out
+}
+
+// permanent reports API errors that retrying the same request cannot fix.
+func permanent(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)
+}
+
+// setFailure sets the VM's Failure condition to True with err's message.
+func setFailure(conds []v1.VirtualMachineCondition, err error, now time.Time) []v1.VirtualMachineCondition {
+	out := []v1.VirtualMachineCondition{{
+		Type: v1.VirtualMachineFailure, Status: corev1.ConditionTrue, Reason: EventFailedCreate,
+		Message: err.Error(), LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)),
+	}}
+	for _, c := range conds {
+		switch {
+		case c.Type != v1.VirtualMachineFailure:
+			out = append(out, c)
+		case c.Status == corev1.ConditionTrue:
+			out[0].LastTransitionTime = c.LastTransitionTime
+		}
 	}
 	return out
 }

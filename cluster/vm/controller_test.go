@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	core "k8s.io/client-go/testing"
@@ -165,4 +166,51 @@ func TestSync_BackoffRequeues(t *testing.T) {
 	if d := f.queue.after["ns/vm"]; d != 7*time.Second {
 		t.Errorf("requeued after %s, want 7s", d)
 	}
+}
+
+func TestSync_RejectedTemplateSetsFailure(t *testing.T) {
+	f := newFixture(t)
+	f.addVM(testVM(v1.RunStrategyAlways))
+	f.client = fake.NewSimpleClientset(f.objects...)
+	f.client.PrependReactor("create", "virtualmachineinstances", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInvalid(v1.SchemeGroupVersion.WithKind("VirtualMachineInstance").GroupKind(), "vm", nil)
+	})
+	c := New(Deps{
+		VMs: listers.NewVirtualMachineLister(f.vms), VMIs: listers.NewVirtualMachineInstanceLister(f.vmis),
+		Client: f.client.KubevirtV1(), Recorder: record.NewFakeRecorder(10), Queue: f.queue,
+		Now: func() time.Time { return t0 }, Jitter: func() float64 { return 0 },
+	})
+	if err := c.Sync(context.Background(), "ns/vm"); err != nil {
+		t.Fatalf("Sync returned %v: a rejected template must not be retried hot", err)
+	}
+	var st v1.VirtualMachineStatus
+	for _, a := range f.client.Actions() {
+		if a.GetSubresource() == "status" {
+			st = a.(core.UpdateAction).GetObject().(*v1.VirtualMachine).Status
+		}
+	}
+	var failure *v1.VirtualMachineCondition
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == v1.VirtualMachineFailure {
+			failure = &st.Conditions[i]
+		}
+	}
+	if failure == nil || failure.Status != "True" || failure.Reason != EventFailedCreate {
+		t.Errorf("conditions = %+v, want Failure=True FailedCreate", st.Conditions)
+	}
+	// Once a VMI exists the condition goes.
+	vm := testVM(v1.RunStrategyAlways)
+	vm.Status = st
+	if got := Plan(Observed{VM: vm, VMI: testVMI(v1.Pending), Now: t0}).Status.Conditions; hasFailure(got) {
+		t.Errorf("Failure kept with a VMI: %+v", got)
+	}
+}
+
+func hasFailure(conds []v1.VirtualMachineCondition) bool {
+	for _, c := range conds {
+		if c.Type == v1.VirtualMachineFailure {
+			return true
+		}
+	}
+	return false
 }

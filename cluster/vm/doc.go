@@ -17,6 +17,7 @@
 //	RerunOnFailure  no VMI → create; Failed → delete and recreate;
 //	                Succeeded is kept, so the VM stays stopped
 //	Once            no VMI → create; a final VMI is kept, never recreated
+//	                (deleting the kept VMI by hand starts the VM once more)
 //	Manual          only state change requests start and stop
 //	Halted          any VMI → delete
 //
@@ -44,6 +45,16 @@
 // longer exists (or an older VM of the same name) is deleted as an orphan.
 // The VM finalizer kubevirt.io/virtualMachineControllerFinalize holds a
 // deleted VM until its VMI is gone.
+//
+// # Status
+//
+// printableStatus (Stopped, Starting, Running, Paused, Stopping,
+// Terminating, CrashLoopBackOff, Migrating, Unknown, and the launcher pod
+// problems the vmi controller mirrors on the VMI: ErrorUnschedulable,
+// ErrImagePull, ImagePullBackOff, ErrorPvcNotFound), created, ready, the
+// Ready and Paused conditions mirrored from the VMI, and Failure=True when
+// the API server rejects the VMI created from the template (a permanent
+// error: not retried until the VM changes).
 //
 // Concurrency: one Controller serves any number of workers; the queue
 // guarantees that one key is never synced by two workers at once.

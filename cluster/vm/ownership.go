@@ -21,8 +21,8 @@ const (
 	Stale
 )
 
-// vmKind is the GroupVersionKind of VirtualMachine owner references.
-var vmKind = v1.SchemeGroupVersion.WithKind("VirtualMachine")
+// vmKind is the Kind of VirtualMachine owner references.
+const vmKind = "VirtualMachine"
 
 // Relate classifies vmi against vm (both non-nil, same namespace and name).
 func Relate(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) Relation {
@@ -30,7 +30,7 @@ func Relate(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) Relation {
 	switch {
 	case ref == nil:
 		return Orphan
-	case ref.Kind != vmKind.Kind || ref.Name != vm.Name:
+	case ref.Kind != vmKind || ref.Name != vm.Name:
 		return Foreign
 	case ref.UID != vm.UID:
 		return Stale
@@ -40,5 +40,5 @@ func Relate(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) Relation {
 
 // ownerRef is the controller reference a VM puts on its VMI.
 func ownerRef(vm *v1.VirtualMachine) metav1.OwnerReference {
-	return *metav1.NewControllerRef(vm, vmKind)
+	return *metav1.NewControllerRef(vm, v1.SchemeGroupVersion.WithKind(vmKind))
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	vmipkg "github.com/nodevirt/nodevirt/cluster/vmi"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -233,10 +234,10 @@ func TestPrintableStatus_PodProblems(t *testing.T) {
 		vmi  *v1.VirtualMachineInstance
 		want v1.VirtualMachinePrintableStatus
 	}{
-		{testVMI(v1.Scheduling, cond(v1.VirtualMachineInstanceSynchronized, ReasonErrImagePull)), v1.VirtualMachineStatusErrImagePull},
-		{testVMI(v1.Scheduling, cond(v1.VirtualMachineInstanceSynchronized, ReasonImagePullBackOff)), v1.VirtualMachineStatusImagePullBackOff},
-		{testVMI(v1.Scheduling, cond("PodScheduled", ReasonUnschedulable)), v1.VirtualMachineStatusUnschedulable},
-		{testVMI(v1.Pending, cond(v1.VirtualMachineInstanceSynchronized, ReasonPvcNotFound)), v1.VirtualMachineStatusPvcNotFound},
+		{testVMI(v1.Scheduling, cond(v1.VirtualMachineInstanceSynchronized, vmipkg.ReasonErrImagePull)), v1.VirtualMachineStatusErrImagePull},
+		{testVMI(v1.Scheduling, cond(v1.VirtualMachineInstanceSynchronized, vmipkg.ReasonImagePullBackOff)), v1.VirtualMachineStatusImagePullBackOff},
+		{testVMI(v1.Scheduling, cond("PodScheduled", vmipkg.ReasonUnschedulable)), v1.VirtualMachineStatusUnschedulable},
+		{testVMI(v1.Pending, cond(v1.VirtualMachineInstanceSynchronized, vmipkg.ReasonPvcNotFound)), v1.VirtualMachineStatusPvcNotFound},
 		{testVMI(v1.Pending), v1.VirtualMachineStatusStarting},
 		{testVMI(v1.Scheduled), v1.VirtualMachineStatusStarting},
 		{testVMI(v1.Running, paused), v1.VirtualMachineStatusPaused},

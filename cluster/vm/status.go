@@ -6,19 +6,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/vmi"
 )
 
-// Reasons the vmi controller puts on the VMI's Synchronized and PodScheduled
-// conditions while the launcher pod is not running; the VM shows them as its
-// printableStatus.
-const (
-	ReasonErrImagePull     = "ErrImagePull"
-	ReasonImagePullBackOff = "ImagePullBackOff"
-	ReasonUnschedulable    = corev1.PodReasonUnschedulable
-	ReasonPvcNotFound      = "PvcNotFound"
-	// ReasonVMINotExists is the VM Ready condition's reason without a VMI.
-	ReasonVMINotExists = "VMINotExists"
-)
+// ReasonVMINotExists is the VM Ready condition's reason without a VMI.
+const ReasonVMINotExists = "VMINotExists"
 
 // deriveStatus fills the observed fields of the VM status: created, ready,
 // printableStatus, mirrored conditions and generations. status already holds
@@ -32,6 +24,9 @@ func deriveStatus(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, status 
 	status.ObservedGeneration = vm.Generation
 	status.DesiredGeneration = vm.Generation
 	status.Conditions = mirrorConditions(status.Conditions, vmi, now)
+	if vmi != nil {
+		status.Conditions = dropFailure(status.Conditions) // a VMI exists: creation worked
+	}
 	return status
 }
 
@@ -72,20 +67,21 @@ func printableStatus(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, sf *
 	return v1.VirtualMachineStatusUnknown
 }
 
-// startingStatus reports a launcher pod problem, if any, else Starting.
-func startingStatus(vmi *v1.VirtualMachineInstance) v1.VirtualMachinePrintableStatus {
-	for _, c := range vmi.Status.Conditions {
+// startingStatus reports a launcher pod problem, if any, else Starting; the
+// vmi controller mirrors them as False VMI conditions.
+func startingStatus(instance *v1.VirtualMachineInstance) v1.VirtualMachinePrintableStatus {
+	for _, c := range instance.Status.Conditions {
 		if c.Status != corev1.ConditionFalse {
 			continue
 		}
 		switch c.Reason {
-		case ReasonErrImagePull:
+		case vmi.ReasonErrImagePull:
 			return v1.VirtualMachineStatusErrImagePull
-		case ReasonImagePullBackOff:
+		case vmi.ReasonImagePullBackOff:
 			return v1.VirtualMachineStatusImagePullBackOff
-		case ReasonUnschedulable:
+		case vmi.ReasonUnschedulable:
 			return v1.VirtualMachineStatusUnschedulable
-		case ReasonPvcNotFound:
+		case vmi.ReasonPvcNotFound:
 			return v1.VirtualMachineStatusPvcNotFound
 		}
 	}
@@ -138,5 +134,15 @@ func mirrorConditions(old []v1.VirtualMachineCondition, vmi *v1.VirtualMachineIn
 		}
 	}
 	mirror(ready)
+	return out
+}
+
+func dropFailure(conds []v1.VirtualMachineCondition) []v1.VirtualMachineCondition {
+	var out []v1.VirtualMachineCondition
+	for _, c := range conds {
+		if c.Type != v1.VirtualMachineFailure {
+			out = append(out, c)
+		}
+	}
 	return out
 }

@@ -9,8 +9,10 @@
 //	          └─────────────┴──► Failed (reason PodFailed / PodDeleted: the pod
 //	                              ended or vanished before an agent took over)
 //
-// Pending: no launcher pod in the cache yet (the controller creates it).
-// Scheduling: the pod exists but is not Running; unschedulable pods and
+// Pending: no launcher pod yet. The controller creates it and, once the
+// create succeeded, records Pending and Scheduling in one status write (a
+// VMI stays Pending only while its pod cannot be rendered, e.g. a missing
+// PVC). Scheduling: the pod exists but is not Running; unschedulable pods and
 // image pull errors are mirrored as False conditions PodScheduled
 // (Unschedulable) and Synchronized (ErrImagePull, ImagePullBackOff,
 // PvcNotFound), which the VM shows as its printableStatus. Scheduled: the
@@ -55,8 +57,9 @@
 // rounded up to a whole MiB. Measured on QEMU 7.2 (Debian 12), q35, 256 MiB
 // and 1 GiB guests, 1 and 4 vCPUs, virtio-blk, virtio-net, virtio-serial:
 // RSS outside the guest RAM mapping, from /proc/<pid>/smaps. A 128 MiB
-// headless guest under KVM is requested as 128 + 62 MiB; KubeVirt requests
-// roughly 250–370 MiB over the guest for the same VM.
+// headless guest with one disk and one NIC is requested as 128 + 64 MiB
+// under KVM (+ 64 MiB under TCG); KubeVirt's pod carries roughly
+// 250–370 MiB over the guest for the same VM.
 //
 // CPU: requests vCPUs ÷ 10 unless the VMI requests cpu itself; limits are
 // the VMI's. Devices: devices.kubevirt.io/kvm unless the cluster runs VMs

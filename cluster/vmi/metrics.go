@@ -26,17 +26,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// ObservePhaseChange records the time from creation to the new phase when
-// a VMI's phase changed between old and cur (informer update).
+// ObservePhaseChange records, for each phase transition cur has and old
+// had not (informer update), the time from creation to that transition.
 func (m *Metrics) ObservePhaseChange(old, cur *v1.VirtualMachineInstance) {
-	if m == nil || cur.Status.Phase == "" || old.Status.Phase == cur.Status.Phase {
+	if m == nil || len(cur.Status.PhaseTransitionTimestamps) <= len(old.Status.PhaseTransitionTimestamps) {
 		return
 	}
-	for _, t := range cur.Status.PhaseTransitionTimestamps {
-		if t.Phase == cur.Status.Phase {
-			d := t.PhaseTransitionTimestamp.Sub(cur.CreationTimestamp.Time)
-			m.phaseTransition.WithLabelValues(string(cur.Status.Phase)).Observe(max(d.Seconds(), 0))
-			return
-		}
+	for _, t := range cur.Status.PhaseTransitionTimestamps[len(old.Status.PhaseTransitionTimestamps):] {
+		d := t.PhaseTransitionTimestamp.Sub(cur.CreationTimestamp.Time)
+		m.phaseTransition.WithLabelValues(string(t.Phase)).Observe(max(d.Seconds(), 0))
 	}
 }

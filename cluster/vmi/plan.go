@@ -74,7 +74,10 @@ func Plan(o Observed) Result {
 		setPhase(&r.Status, v1.Pending, o.Now)
 		setCondition(&r.Status, v1.VirtualMachineInstanceSynchronized, ReasonPvcNotFound, o.RenderErr.Error(), o.Now)
 	case pod == nil:
+		// The status is written only if the create succeeded, so the pod
+		// exists by then: record Pending and Scheduling in one write.
 		setPhase(&r.Status, v1.Pending, o.Now)
+		setPhase(&r.Status, v1.Scheduling, o.Now)
 		dropCondition(&r.Status, v1.VirtualMachineInstanceSynchronized)
 		r.CreatePod = true
 	case pod.DeletionTimestamp != nil:

@@ -58,7 +58,7 @@ func TestPlan_Phases(t *testing.T) {
 		wantCond  string // reason of a False condition the controller set
 		wantWhy   string // status.reason
 	}{
-		{"new vmi: pending, create pod", Observed{VMI: vmiIn("")}, v1.Pending, true, "", "", ""},
+		{"new vmi: create pod, scheduling", Observed{VMI: vmiIn("")}, v1.Scheduling, true, "", "", ""},
 		{"pod creation in flight", Observed{VMI: vmiIn(v1.Pending), PodPending: true}, v1.Pending, false, "", "", ""},
 		{"missing pvc", Observed{VMI: vmiIn(v1.Pending), RenderErr: ErrPVCNotFound}, v1.Pending, false, "", ReasonPvcNotFound, ""},
 		{"pod exists unbound: scheduling", Observed{VMI: vmiIn(v1.Pending), Pod: podIn(corev1.PodPending, "")}, v1.Scheduling, false, "", "", ""},

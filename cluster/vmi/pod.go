@@ -59,9 +59,8 @@ func RenderPod(vmi *v1.VirtualMachineInstance, cfg PodConfig, modes VolumeModes)
 	if err != nil {
 		return nil, err
 	}
-	pull := cfg.LauncherPullPolicy
-	if pull == "" {
-		pull = corev1.PullIfNotPresent
+	if cfg.LauncherPullPolicy == "" {
+		cfg.LauncherPullPolicy = corev1.PullIfNotPresent
 	}
 	labels := map[string]string{}
 	for k, v := range vmi.Labels {
@@ -74,72 +73,12 @@ func RenderPod(vmi *v1.VirtualMachineInstance, cfg PodConfig, modes VolumeModes)
 		nodeSelector[k] = v
 	}
 	nodeSelector[v1.SchedulableLabel] = "true"
-
-	binMount := corev1.VolumeMount{Name: BinVolume, MountPath: BinDir}
-	inits := []corev1.Container{{
-		Name:            "nodevirt-bin-init",
-		Image:           cfg.LauncherImage,
-		ImagePullPolicy: pull,
-		Command:         []string{launcherBinary, "install", path.Join(BinDir, launcherBinary)},
-		VolumeMounts:    []corev1.VolumeMount{binMount},
-		Resources:       tinyResources(),
-		SecurityContext: containerSecurity(),
-	}}
-	if kb := kernelBoot(vmi); kb != nil {
-		args := []string{path.Join(BinDir, launcherBinary), "copy", "--to", path.Join(PrivateDir, "kernel")}
-		if kb.KernelPath != "" {
-			args = append(args, kb.KernelPath+"=kernel")
-		}
-		if kb.InitrdPath != "" {
-			args = append(args, kb.InitrdPath+"=initrd")
-		}
-		inits = append(inits, corev1.Container{
-			Name:            "kernel-boot",
-			Image:           kb.Image,
-			ImagePullPolicy: kb.ImagePullPolicy,
-			Command:         args,
-			VolumeMounts:    []corev1.VolumeMount{binMount, {Name: PrivateVolume, MountPath: PrivateDir}},
-			Resources:       tinyResources(),
-			SecurityContext: containerSecurity(),
-		})
-	}
-
-	compute := corev1.Container{
-		Name:            ComputeContainer,
-		Image:           cfg.LauncherImage,
-		ImagePullPolicy: pull,
-		Command:         []string{launcherBinary, "run", "--sockets", SocketsDir, "--private", PrivateDir},
-		Env: []corev1.EnvVar{
-			{Name: "NODEVIRT_VMI_NAMESPACE", Value: vmi.Namespace},
-			{Name: "NODEVIRT_VMI_NAME", Value: vmi.Name},
-			{Name: "NODEVIRT_VMI_UID", Value: string(vmi.UID)},
-		},
-		Resources:       computeResources(&vmi.Spec, cfg.Emulation),
-		VolumeMounts:    append([]corev1.VolumeMount{{Name: SocketsVolume, MountPath: SocketsDir}, {Name: PrivateVolume, MountPath: PrivateDir}, binMount}, mounts...),
-		VolumeDevices:   devices,
-		SecurityContext: containerSecurity(),
-	}
-	containers := []corev1.Container{compute}
-	for _, vol := range vmi.Spec.Volumes {
-		if cd := vol.ContainerDisk; cd != nil {
-			containers = append(containers, corev1.Container{
-				Name:            "volume" + vol.Name,
-				Image:           cd.Image,
-				ImagePullPolicy: cd.ImagePullPolicy,
-				Command: []string{path.Join(BinDir, launcherBinary), "hold-disk", "--pid-file",
-					path.Join(SocketsDir, "disks", vol.Name+".pid")},
-				VolumeMounts:    []corev1.VolumeMount{binMount, {Name: SocketsVolume, MountPath: SocketsDir}},
-				Resources:       tinyResources(),
-				SecurityContext: containerSecurity(),
-			})
-		}
-	}
-
 	grace := v1.DefaultTerminationGracePeriodSeconds
 	if g := vmi.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = *g
 	}
-	pod := &corev1.Pod{
+	compute := computeContainer(vmi, cfg, mounts, devices)
+	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName:    "virt-launcher-" + vmi.Name + "-",
 			Namespace:       vmi.Namespace,
@@ -156,7 +95,7 @@ func RenderPod(vmi *v1.VirtualMachineInstance, cfg PodConfig, modes VolumeModes)
 			NodeSelector:                  nodeSelector,
 			Affinity:                      vmi.Spec.Affinity.DeepCopy(),
 			Tolerations:                   append([]corev1.Toleration(nil), vmi.Spec.Tolerations...),
-			Hostname:                      hostname(vmi),
+			Hostname:                      vmi.Spec.Hostname,
 			Subdomain:                     vmi.Spec.Subdomain,
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsUser:    ptr.To[int64](LauncherUID),
@@ -164,14 +103,93 @@ func RenderPod(vmi *v1.VirtualMachineInstance, cfg PodConfig, modes VolumeModes)
 				FSGroup:      ptr.To[int64](LauncherUID),
 				RunAsNonRoot: ptr.To(true),
 			},
-			InitContainers: inits,
-			Containers:     containers,
+			InitContainers: initContainers(vmi, cfg),
+			Containers:     append([]corev1.Container{compute}, diskContainers(vmi)...),
 			Volumes: append([]corev1.Volume{
 				emptyDir(SocketsVolume), emptyDir(PrivateVolume), emptyDir(BinVolume),
 			}, vols...),
 		},
+	}, nil
+}
+
+func binMount() corev1.VolumeMount { return corev1.VolumeMount{Name: BinVolume, MountPath: BinDir} }
+
+// initContainers: copy the launcher binary into nodevirt-bin, then (with
+// kernelBoot) copy kernel and initrd out of the kernelBoot image.
+func initContainers(vmi *v1.VirtualMachineInstance, cfg PodConfig) []corev1.Container {
+	inits := []corev1.Container{{
+		Name:            "nodevirt-bin-init",
+		Image:           cfg.LauncherImage,
+		ImagePullPolicy: cfg.LauncherPullPolicy,
+		Command:         []string{launcherBinary, "install", path.Join(BinDir, launcherBinary)},
+		VolumeMounts:    []corev1.VolumeMount{binMount()},
+		Resources:       tinyResources(),
+		SecurityContext: containerSecurity(),
+	}}
+	kb := kernelBoot(vmi)
+	if kb == nil {
+		return inits
 	}
-	return pod, nil
+	args := []string{path.Join(BinDir, launcherBinary), "copy", "--to", path.Join(PrivateDir, "kernel")}
+	if kb.KernelPath != "" {
+		args = append(args, kb.KernelPath+"=kernel")
+	}
+	if kb.InitrdPath != "" {
+		args = append(args, kb.InitrdPath+"=initrd")
+	}
+	return append(inits, corev1.Container{
+		Name:            "kernel-boot",
+		Image:           kb.Image,
+		ImagePullPolicy: kb.ImagePullPolicy,
+		Command:         args,
+		VolumeMounts:    []corev1.VolumeMount{binMount(), {Name: PrivateVolume, MountPath: PrivateDir}},
+		Resources:       tinyResources(),
+		SecurityContext: containerSecurity(),
+	})
+}
+
+// computeContainer runs the launcher, which runs QEMU.
+func computeContainer(vmi *v1.VirtualMachineInstance, cfg PodConfig, mounts []corev1.VolumeMount, devices []corev1.VolumeDevice) corev1.Container {
+	return corev1.Container{
+		Name:            ComputeContainer,
+		Image:           cfg.LauncherImage,
+		ImagePullPolicy: cfg.LauncherPullPolicy,
+		Command:         []string{launcherBinary, "run", "--sockets", SocketsDir, "--private", PrivateDir},
+		Env: []corev1.EnvVar{
+			{Name: "NODEVIRT_VMI_NAMESPACE", Value: vmi.Namespace},
+			{Name: "NODEVIRT_VMI_NAME", Value: vmi.Name},
+			{Name: "NODEVIRT_VMI_UID", Value: string(vmi.UID)},
+		},
+		Resources: computeResources(&vmi.Spec, cfg.Emulation),
+		VolumeMounts: append([]corev1.VolumeMount{
+			{Name: SocketsVolume, MountPath: SocketsDir}, {Name: PrivateVolume, MountPath: PrivateDir}, binMount(),
+		}, mounts...),
+		VolumeDevices:   devices,
+		SecurityContext: containerSecurity(),
+	}
+}
+
+// diskContainers hold each containerDisk image's filesystem open: the
+// launcher reaches the disk through /proc/<holder pid>/root.
+func diskContainers(vmi *v1.VirtualMachineInstance) []corev1.Container {
+	var out []corev1.Container
+	for _, vol := range vmi.Spec.Volumes {
+		cd := vol.ContainerDisk
+		if cd == nil {
+			continue
+		}
+		out = append(out, corev1.Container{
+			Name:            "volume" + vol.Name,
+			Image:           cd.Image,
+			ImagePullPolicy: cd.ImagePullPolicy,
+			Command: []string{path.Join(BinDir, launcherBinary), "hold-disk", "--pid-file",
+				path.Join(SocketsDir, "disks", vol.Name+".pid")},
+			VolumeMounts:    []corev1.VolumeMount{binMount(), {Name: SocketsVolume, MountPath: SocketsDir}},
+			Resources:       tinyResources(),
+			SecurityContext: containerSecurity(),
+		})
+	}
+	return out
 }
 
 // podVolumes renders the secret and PVC volumes and their compute mounts.
@@ -291,8 +309,4 @@ func kernelBoot(vmi *v1.VirtualMachineInstance) *v1.KernelBootContainer {
 		return fw.KernelBoot.Container
 	}
 	return nil
-}
-
-func hostname(vmi *v1.VirtualMachineInstance) string {
-	return vmi.Spec.Hostname
 }

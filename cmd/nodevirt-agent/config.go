@@ -1,10 +1,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -12,75 +10,64 @@ import (
 	"github.com/nodevirt/nodevirt/node/agent"
 )
 
-// config is everything the agent process runs: the agent itself and, next
-// to it, the node heartbeat and the kubelet device plugins.
-type config struct {
-	agent.Config
-	// DevicePluginDir is the kubelet's device-plugin directory (where
-	// kubelet.sock lives) as the agent sees it.
-	DevicePluginDir string
-	// HeartbeatInterval is the period of the node heartbeat.
-	HeartbeatInterval time.Duration
-}
-
-// defaultConfig returns the defaults for everything but NodeName.
-func defaultConfig() config {
-	return config{
-		Config:            agent.DefaultConfig(),
-		DevicePluginDir:   "/var/lib/kubelet/device-plugins",
-		HeartbeatInterval: 30 * time.Second,
-	}
-}
-
-// Validate reports every problem of c at once.
-func (c config) Validate() error {
-	var errs []error
-	if err := c.Config.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if !filepath.IsAbs(c.DevicePluginDir) {
-		errs = append(errs, fmt.Errorf("device plugin dir %q: must be absolute", c.DevicePluginDir))
-	}
-	if c.HeartbeatInterval < time.Second {
-		errs = append(errs, fmt.Errorf("heartbeat interval %v, want >= 1s", c.HeartbeatInterval))
-	}
-	return errors.Join(errs...)
-}
-
 // fileConfig is the agent's ConfigMap file (agent.yaml). Unset fields keep
-// defaultConfig's values.
+// their defaults (agent.DefaultConfig, defaultServices).
 type fileConfig struct {
-	KubeletRoot       string `json:"kubeletRoot,omitempty"`
-	AllowEmulation    *bool  `json:"allowEmulation,omitempty"`
-	Workers           int    `json:"workers,omitempty"`
-	Resync            string `json:"resync,omitempty"`      // e.g. "30s"
-	CallTimeout       string `json:"callTimeout,omitempty"` // e.g. "10s"
-	DevicePluginDir   string `json:"devicePluginDir,omitempty"`
-	HeartbeatInterval string `json:"heartbeatInterval,omitempty"` // e.g. "30s"
+	KubeletRoot    string `json:"kubeletRoot,omitempty"`
+	AllowEmulation *bool  `json:"allowEmulation,omitempty"`
+	Workers        int    `json:"workers,omitempty"`
+	Resync         string `json:"resync,omitempty"`      // e.g. "30s"
+	CallTimeout    string `json:"callTimeout,omitempty"` // e.g. "10s"
+
+	Heartbeat         *bool  `json:"heartbeat,omitempty"`         // default true
+	HeartbeatInterval string `json:"heartbeatInterval,omitempty"` // default 30s
+	DevicePlugins     *bool  `json:"devicePlugins,omitempty"`     // default true
+	DevicePluginDir   string `json:"devicePluginDir,omitempty"`   // default the kubelet's
+}
+
+// services are what runs beside the reconcile loop.
+type services struct {
+	Heartbeat         bool
+	HeartbeatInterval time.Duration
+	DevicePlugins     bool
+	DevicePluginDir   string
+}
+
+func defaultServices() services {
+	return services{Heartbeat: true, DevicePlugins: true}
 }
 
 // loadConfig reads path (if not empty), then applies the flag overrides.
-func loadConfig(path string, flags fileConfig) (config, error) {
-	cfg := defaultConfig()
+func loadConfig(path string, flags fileConfig) (agent.Config, services, error) {
+	cfg, svc := agent.DefaultConfig(), defaultServices()
 	var fc fileConfig
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return cfg, fmt.Errorf("config: %w", err)
+			return cfg, svc, fmt.Errorf("config: %w", err)
 		}
 		if err := yaml.UnmarshalStrict(b, &fc); err != nil {
-			return cfg, fmt.Errorf("config %s: %w", path, err)
+			return cfg, svc, fmt.Errorf("config %s: %w", path, err)
 		}
 	}
 	for _, c := range []fileConfig{fc, flags} {
-		if err := c.applyTo(&cfg); err != nil {
-			return cfg, err
+		if err := c.applyTo(&cfg, &svc); err != nil {
+			return cfg, svc, err
 		}
 	}
-	return cfg, nil
+	return cfg, svc, nil
 }
 
-func (c fileConfig) applyTo(cfg *config) error {
+func (c fileConfig) applyTo(cfg *agent.Config, svc *services) error {
+	if c.Heartbeat != nil {
+		svc.Heartbeat = *c.Heartbeat
+	}
+	if c.DevicePlugins != nil {
+		svc.DevicePlugins = *c.DevicePlugins
+	}
+	if c.DevicePluginDir != "" {
+		svc.DevicePluginDir = c.DevicePluginDir
+	}
 	if c.KubeletRoot != "" {
 		cfg.KubeletRoot = c.KubeletRoot
 	}
@@ -90,13 +77,10 @@ func (c fileConfig) applyTo(cfg *config) error {
 	if c.Workers != 0 {
 		cfg.Workers = c.Workers
 	}
-	if c.DevicePluginDir != "" {
-		cfg.DevicePluginDir = c.DevicePluginDir
-	}
 	for _, d := range []struct {
 		s   string
 		dst *time.Duration
-	}{{c.Resync, &cfg.Resync}, {c.CallTimeout, &cfg.CallTimeout}, {c.HeartbeatInterval, &cfg.HeartbeatInterval}} {
+	}{{c.Resync, &cfg.Resync}, {c.CallTimeout, &cfg.CallTimeout}, {c.HeartbeatInterval, &svc.HeartbeatInterval}} {
 		if d.s == "" {
 			continue
 		}

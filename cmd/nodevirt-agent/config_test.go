@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodevirt/nodevirt/node/agent"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -16,25 +21,23 @@ func TestLoadConfig(t *testing.T) {
 		name    string
 		file    string // "" = no file
 		flags   fileConfig
-		want    func(*config)
+		want    func(*agent.Config)
 		wantErr bool
 	}{{
 		name: "Defaults",
-		want: func(*config) {},
+		want: func(*agent.Config) {},
 	}, {
 		name: "File",
-		file: "allowEmulation: true\nkubeletRoot: /k\nworkers: 2\nresync: 10s\ncallTimeout: 3s\n" +
-			"devicePluginDir: /dp\nheartbeatInterval: 5s\n",
-		want: func(c *config) {
+		file: "allowEmulation: true\nkubeletRoot: /k\nworkers: 2\nresync: 10s\ncallTimeout: 3s\n",
+		want: func(c *agent.Config) {
 			c.AllowEmulation, c.KubeletRoot, c.Workers = true, "/k", 2
 			c.Resync, c.CallTimeout = 10*time.Second, 3*time.Second
-			c.DevicePluginDir, c.HeartbeatInterval = "/dp", 5*time.Second
 		},
 	}, {
 		name:  "FlagsOverrideFile",
 		file:  "kubeletRoot: /k\n",
 		flags: fileConfig{KubeletRoot: "/flag", AllowEmulation: &yes},
-		want:  func(c *config) { c.KubeletRoot, c.AllowEmulation = "/flag", true },
+		want:  func(c *agent.Config) { c.KubeletRoot, c.AllowEmulation = "/flag", true },
 	}, {
 		name:    "UnknownKey",
 		file:    "allowEmulaton: true\n",
@@ -53,19 +56,35 @@ func TestLoadConfig(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := loadConfig(path, tt.flags)
+			got, _, err := loadConfig(path, tt.flags)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("loadConfig error = %v, wantErr %v", err, tt.wantErr)
 			}
 			if tt.wantErr {
 				return
 			}
-			want := defaultConfig()
+			want := agent.DefaultConfig()
 			tt.want(&want)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("config (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestLoadConfig_Services(t *testing.T) {
+	no := false
+	path := filepath.Join(t.TempDir(), "agent.yaml")
+	if err := os.WriteFile(path, []byte("heartbeatInterval: 5s\ndevicePluginDir: /dp\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, got, err := loadConfig(path, fileConfig{DevicePlugins: &no})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := services{Heartbeat: true, HeartbeatInterval: 5 * time.Second, DevicePlugins: false, DevicePluginDir: "/dp"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("services (-want +got):\n%s", diff)
 	}
 }
 
@@ -85,9 +104,12 @@ func TestLoadConfig_DeployedConfigMap(t *testing.T) {
 	if err := os.WriteFile(path, []byte(cm.Data["agent.yaml"]), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadConfig(path, fileConfig{})
+	cfg, svc, err := loadConfig(path, fileConfig{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !svc.Heartbeat || !svc.DevicePlugins {
+		t.Errorf("deployed config disables services: %+v", svc)
 	}
 	cfg.NodeName = "n"
 	if err := cfg.Validate(); err != nil {
@@ -95,5 +117,23 @@ func TestLoadConfig_DeployedConfigMap(t *testing.T) {
 	}
 	if !cfg.AllowEmulation {
 		t.Errorf("deployed config does not allow emulation")
+	}
+}
+
+func TestRunAll(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stopped := make(chan struct{})
+	err := runAll(ctx, map[string]func(context.Context) error{
+		"fails": func(context.Context) error { return errors.New("boom") },
+		"waits": func(ctx context.Context) error { <-ctx.Done(); close(stopped); return nil },
+	})
+	if err == nil || !strings.Contains(err.Error(), "fails: boom") {
+		t.Errorf("runAll = %v, want the failing service's error", err)
+	}
+	select {
+	case <-stopped:
+	default:
+		t.Error("the other service was not stopped")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"k8s.io/client-go/kubernetes"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
 	"github.com/nodevirt/nodevirt/node/agent"
+	"github.com/nodevirt/nodevirt/node/deviceplugin"
+	"github.com/nodevirt/nodevirt/node/heartbeat"
 	"github.com/nodevirt/nodevirt/node/launchspec/convert"
 	"github.com/nodevirt/nodevirt/store"
 )
@@ -36,25 +39,32 @@ func run() error {
 		kubeconfig = flag.String("kubeconfig", "", "kubeconfig file; empty = in-cluster config")
 		nodeName   = flag.String("node-name", os.Getenv("NODE_NAME"), "this node's name (default $NODE_NAME)")
 		dbPath     = flag.String("db", "/var/lib/nodevirt/agent.db", "the agent's bbolt file")
-		hostRoot   = flag.String("host-root", "/", "the host's root, for the KVM check and device health")
+		hostRoot   = flag.String("host-root", "/", "the host's root, for the KVM check")
 		logLevel   = flag.String("log-level", "info", "debug, info, warn or error")
+		af         apiFlags
 	)
+	flag.StringVar(&af.socket, "api-socket", "/var/lib/nodevirt/agent.sock", "node API unix socket for nodectl (root only); empty disables it")
+	flag.StringVar(&af.tlsAddr, "api-tls-addr", "", "node API mutual-TLS listen address, e.g. :8186; empty disables it")
+	flag.StringVar(&af.caDir, "api-ca-dir", "/etc/nodevirt-ca", "directory of the mounted nodevirt-ca Secret (ca.crt, ca.key)")
 	fc := fileConfig{}
 	flag.Func("kubelet-root", "kubelet root directory (default /var/lib/kubelet)", func(s string) error { fc.KubeletRoot = s; return nil })
-	flag.Func("allow-emulation", "run VMs under TCG when KVM is unusable (true/false)", func(s string) error {
-		v := s == "true"
-		fc.AllowEmulation = &v
-		return nil
-	})
-	flag.Func("device-plugin-dir", "the kubelet's device-plugin directory (default /var/lib/kubelet/device-plugins)", func(s string) error { fc.DevicePluginDir = s; return nil })
-	flag.Func("heartbeat-interval", "period of the node heartbeat (default 30s)", func(s string) error { fc.HeartbeatInterval = s; return nil })
+	boolFlag := func(name, usage string, dst **bool) {
+		flag.Func(name, usage+" (true/false)", func(s string) error {
+			v, err := strconv.ParseBool(s)
+			*dst = &v
+			return err
+		})
+	}
+	boolFlag("allow-emulation", "run VMs under TCG when KVM is unusable", &fc.AllowEmulation)
+	boolFlag("heartbeat", "keep the node's kubevirt.io/heartbeat fresh", &fc.Heartbeat)
+	boolFlag("device-plugins", "serve the kvm/tun/vhost-net device plugins", &fc.DevicePlugins)
 	flag.Parse()
 
 	log, err := newLogger(*logLevel)
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(*configFile, fc)
+	cfg, svc, err := loadConfig(*configFile, fc)
 	if err != nil {
 		return err
 	}
@@ -85,21 +95,30 @@ func run() error {
 	defer db.Close()
 
 	host := os.DirFS(*hostRoot)
-	services, err := nodeServices(cfg, kube, host, log)
+	kvm := convert.DetectKVM(host)
+	a, err := agent.New(cfg, agent.Deps{Kube: kube, Virt: virt, Store: db, KVM: kvm, Log: log})
 	if err != nil {
 		return err
 	}
-	a, err := agent.New(cfg.Config, agent.Deps{
-		Kube:  kube,
-		Virt:  virt,
-		Store: db,
-		KVM:   convert.DetectKVM(host),
-		Log:   log,
-	})
-	if err != nil {
-		return err
+	run := map[string]func(context.Context) error{"agent": a.Run}
+	if svc.Heartbeat {
+		hb, err := heartbeat.New(heartbeat.Config{NodeName: cfg.NodeName, Interval: svc.HeartbeatInterval, Logger: log},
+			kube.CoreV1().Nodes())
+		if err != nil {
+			return err
+		}
+		run["heartbeat"] = hb.Run
 	}
-	return runAll(ctx, append(services, service{name: "agent", run: a.Run}))
+	if svc.DevicePlugins {
+		devs := deviceplugin.HostDevices(host, kvm.Usable)
+		dpc := deviceplugin.Config{Dir: svc.DevicePluginDir, Host: host, Logger: log}
+		run["device plugins"] = func(ctx context.Context) error { return deviceplugin.Run(ctx, dpc, devs) }
+	}
+	if af.socket != "" || af.tlsAddr != "" {
+		af.node = cfg.NodeName
+		run["node API"] = func(ctx context.Context) error { return serveAPI(ctx, af, a, log) }
+	}
+	return runAll(ctx, run)
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

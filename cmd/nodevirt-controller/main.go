@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -46,6 +47,8 @@ func run() error {
 	flag.BoolVar(&cfg.Emulation, "use-emulation", cfg.Emulation, "run VMs under TCG emulation (no devices.kubevirt.io/kvm request)")
 	flag.DurationVar(&cfg.HeartbeatThreshold, "heartbeat-threshold", cfg.HeartbeatThreshold, "node heartbeat age after which the node is unresponsive")
 	flag.DurationVar(&cfg.HeartbeatRecheck, "heartbeat-recheck", cfg.HeartbeatRecheck, "how often a stale node is checked again")
+	qps := flag.Float64("kube-api-qps", 200, "API requests per second of the controllers (leader election has its own client)")
+	burst := flag.Int("kube-api-burst", 400, "API request burst of the controllers")
 	flag.Parse()
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -55,7 +58,11 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
-	rc.QPS, rc.Burst = 200, 400
+	leaseClient, err := kubernetes.NewForConfig(rest.CopyConfig(rc))
+	if err != nil {
+		return err
+	}
+	rc.QPS, rc.Burst = float32(*qps), *burst
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
@@ -69,5 +76,5 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	return controller.Run(ctx, cfg, controller.Deps{Kube: kube, Kubevirt: kv, Log: log, Registry: reg})
+	return controller.Run(ctx, cfg, controller.Deps{Lease: leaseClient.CoordinationV1(), Kube: kube, Kubevirt: kv, Log: log, Registry: reg})
 }

@@ -7,8 +7,12 @@
 #   links         links we created (node-IP bridges)
 #   cgroups       cgroup directories we created (the per-node cgroup roots)
 
-# Host directories containerd and the CNI plugins create outside our state dir.
-HOST_DIRS=(/run/containerd/s /run/containerd /var/lib/cni/results /var/lib/cni)
+# Host directories containerd, the CNI plugins and the kubelet create outside
+# our state dir, children first. The kubelet keeps its device-plugin socket
+# in /var/lib/kubelet/device-plugins whatever its --root-dir.
+HOST_DIRS=(/run/containerd/s /run/containerd /var/lib/cni/results /var/lib/cni
+	/var/lib/kubelet/device-plugins /var/lib/kubelet)
+DEVICE_PLUGIN_DIR=/var/lib/kubelet/device-plugins
 
 host_record() {
 	local s v d
@@ -78,6 +82,11 @@ host_restore() {
 			grep -qx "table $fam $tbl" "$HOST/nft.orig" && continue
 			nft_table_empty "$fam" "$tbl" && nft delete table "$fam" "$tbl" && echo "removed nftables table $fam $tbl"
 		done
+	fi
+	# A device-plugin dir we created holds only our kubelets' and plugins'
+	# sockets and the kubelet's checkpoint.
+	if [ -d "$DEVICE_PLUGIN_DIR" ] && ! grep -qx "$DEVICE_PLUGIN_DIR" "$HOST/dirs.orig"; then
+		find "$DEVICE_PLUGIN_DIR" -mindepth 1 -maxdepth 1 \( -type s -o -name kubelet_internal_checkpoint \) -delete
 	fi
 	for d in "${HOST_DIRS[@]}"; do
 		[ -d "$d" ] && ! grep -qx "$d" "$HOST/dirs.orig" && rmdir "$d" 2>/dev/null && echo "removed $d"

@@ -45,6 +45,8 @@ func (a *Agent) apply(ctx context.Context, act ActionKind, o *Observation) error
 		return a.release(ctx, o)
 	case ActMarkGone:
 		return a.markGone(ctx, o)
+	case ActPause:
+		return a.reapplyPause(ctx, o)
 	}
 	return fmt.Errorf("unknown action %q", act)
 }
@@ -86,6 +88,7 @@ func (a *Agent) createRecord(ctx context.Context, o *Observation) error {
 			VNC:        pod.Socket(podfs.VNCSocket),
 		},
 		Observed: store.Observed{Phase: string(o.VMI.Status.Phase), At: a.now()},
+		Intent:   store.Intent{Paused: startsPaused(o.VMI)},
 	}
 	if err := a.deps.Store.Put(ctx, rec, a.event("Adopted", "launcher pod "+o.Pod.Name)); err != nil {
 		return err
@@ -152,6 +155,7 @@ func (a *Agent) launch(ctx context.Context, o *Observation) error {
 		AllowEmulation: a.cfg.AllowEmulation,
 		Interfaces:     nics(o.Record.Interfaces),
 		Paths:          launchspec.DefaultPaths(),
+		StartPaused:    o.Record.Intent.Paused,
 	})
 	if err != nil {
 		a.warn(o.VMI, "SyncFailed", err.Error())
@@ -264,17 +268,13 @@ type qmpConn interface {
 // with the pod).
 func (a *Agent) release(ctx context.Context, o *Observation) error {
 	a.dropDomain(o.UID)
-	if o.VMI != nil && len(o.Record.Interfaces) > 0 {
+	if len(o.Record.Interfaces) > 0 {
 		pid, err := launcherPID(ctx, o.Record.Sockets.Launcher)
 		if err != nil && alive(o.Record.Process) {
 			pid, err = o.Record.Process.PID, nil
 		}
 		if err == nil {
-			ps, err := plans(o.VMI, o.Record, pid)
-			if err != nil {
-				return err
-			}
-			for _, p := range ps {
+			for _, p := range releasePlans(o.Record.Interfaces) {
 				if err := netsetup.Release(ctx, netnsPath(pid), p); err != nil {
 					return err
 				}

@@ -26,6 +26,12 @@
 //     VMI's resourceVersion; the finalizer is removed last, after the final
 //     status, with a JSON patch that tests the current finalizer list.
 //
+// Pause (pause.go) is user intent: the node API (Agent.Pause, Unpause)
+// commits Record.Intent.Paused before the QMP stop or cont, under the
+// domain's opMu; the reconcile re-applies stop (ActPause) to a paused VMI
+// whose QEMU runs, and never resumes a guest. The node API shares the
+// domain's QMP and guest agent connections (surface.go).
+//
 // Concurrency: the domain runtime (domain.go) is shared between the sync of
 // its VMI and its watcher goroutines (QMP events, guest agent pings), which
 // only update the view under its mutex and enqueue the UID.

@@ -33,6 +33,13 @@ type domain struct {
 	netReady  bool
 	stopDHCP  context.CancelFunc
 	stopWatch context.CancelFunc
+	ga        *qmp.Agent // the guest agent connection, shared with the node API
+	guestNet  guestNet   // the guest's interfaces as its agent reports them
+
+	// opMu serialises run-state changes (pause, unpause and their
+	// re-application by sync) so an intent and its QMP command are never
+	// interleaved with another's.
+	opMu sync.Mutex
 }
 
 // view returns the domain's part of an observation.
@@ -164,6 +171,7 @@ func (d *domain) watchGuestAgent(ctx context.Context, path string) {
 	var ga *qmp.Agent
 	defer func() {
 		if ga != nil {
+			d.publishAgent(nil)
 			ga.Close()
 		}
 	}()
@@ -180,7 +188,13 @@ func (d *domain) watchGuestAgent(ctx context.Context, path string) {
 		info, err := d.probeAgent(ctx, &ga, path)
 		if err == nil {
 			failures = 0
+			// Both views are updated before either enqueues, so the
+			// first report after a connect carries both.
+			netChanged := d.probeGuestNet(ctx, ga)
 			d.setAgent(true, info)
+			if netChanged {
+				d.enqueue(d.uid)
+			}
 			continue
 		}
 		if failures++; failures >= agentFailures {
@@ -200,6 +214,7 @@ func (d *domain) probeAgent(ctx context.Context, ga **qmp.Agent, path string) (q
 			return qmp.OSInfo{}, err
 		}
 		*ga = qmp.NewAgent(nc, path)
+		d.publishAgent(*ga)
 	}
 	pctx, cancel := context.WithTimeout(ctx, agentTimeout)
 	defer cancel()
@@ -212,6 +227,7 @@ func (d *domain) probeAgent(ctx context.Context, ga **qmp.Agent, path string) (q
 	case <-(*ga).Done():
 		(*ga).Close()
 		*ga = nil
+		d.publishAgent(nil)
 	default:
 	}
 	return info, err
@@ -293,4 +309,30 @@ func (d *domain) close() {
 		d.conn = nil
 	}
 	d.netReady, d.agentOK, d.probed, d.runState = false, false, false, ""
+}
+
+// setRunState records a run state the agent itself just caused.
+func (d *domain) setRunState(s string) {
+	d.mu.Lock()
+	if d.conn != nil {
+		d.runState = s
+	}
+	d.mu.Unlock()
+}
+
+// publishAgent shares (or withdraws, with nil) the guest agent connection.
+func (d *domain) publishAgent(ga *qmp.Agent) {
+	d.mu.Lock()
+	d.ga = ga
+	d.mu.Unlock()
+}
+
+// guestAgent returns the guest agent connection, nil when not connected.
+func (d *domain) guestAgent() *qmp.Agent {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.agentOK {
+		return nil
+	}
+	return d.ga
 }

@@ -21,7 +21,7 @@ func domainState(o *Observation) (status.Domain, string) {
 	}
 	if o.Runtime.QMPConnected {
 		switch o.Runtime.RunState {
-		case "paused":
+		case "paused", "prelaunch": // prelaunch: started with -S (startStrategy Paused)
 			return status.DomainPaused, ""
 		case "running", "inmigrate", "postmigrate", "finish-migrate", "suspended":
 			return status.DomainRunning, ""
@@ -43,7 +43,7 @@ func exitReason(e *launcher.Exit) string {
 		return fmt.Sprintf("QEMU exited with code %d after %s", e.Code, e.Reason)
 	}
 	if e.Signal != "" {
-		return fmt.Sprintf("QEMU was killed by %s", e.Signal)
+		return fmt.Sprintf("QEMU was terminated by a signal (%s)", e.Signal)
 	}
 	return fmt.Sprintf("QEMU exited with code %d", e.Code)
 }
@@ -61,6 +61,9 @@ func facts(o *Observation) (status.Facts, bool) {
 		PodTerminating: o.Pod != nil && o.Pod.DeletionTimestamp != nil,
 		AgentConnected: o.Runtime.AgentConnected,
 		Now:            o.Now,
+	}
+	if o.VMI != nil && o.VMI.Spec.ReadinessProbe != nil && o.VMI.Spec.ReadinessProbe.GuestAgentPing != nil {
+		f.ReadyNeedsAgent = true
 	}
 	if !o.Runtime.AgentProbed && o.VMI != nil {
 		// Not probed since (re-)attach: keep what the status says.
@@ -87,11 +90,13 @@ func statusInterfaces(ifs []store.Interface) []v1.VirtualMachineInstanceNetworkI
 		return nil
 	}
 	out := make([]v1.VirtualMachineInstanceNetworkInterface, 0, len(ifs))
-	for _, i := range ifs {
+	for k, i := range ifs {
 		s := v1.VirtualMachineInstanceNetworkInterface{
-			Name:          i.Name,
-			MAC:           i.MAC,
-			InterfaceName: "eth0",
+			Name: i.Name,
+			MAC:  i.MAC,
+			// The guest names virtio NICs in PCI order, which is spec
+			// order here; the guest agent's view is not merged in yet.
+			InterfaceName: fmt.Sprintf("eth%d", k),
 			InfoSource:    "domain",
 		}
 		ips := i.PodIPs

@@ -64,6 +64,10 @@ type harness struct {
 	db       string
 	agentLog string
 	ns       string
+	// Node API: the unix socket, the CA directory and the mTLS address.
+	apiSocket string
+	caDir     string
+	tlsAddr   string
 
 	mu    sync.Mutex
 	agent *exec.Cmd
@@ -92,8 +96,13 @@ func newHarness(t *testing.T) *harness {
 	}
 	h.bin, h.root, h.db = filepath.Join(dir, "bin"), filepath.Join(dir, "kubelet"), filepath.Join(dir, "agent.db")
 	h.agentLog = filepath.Join(dir, "agent.log")
+	h.apiSocket, h.caDir = filepath.Join(dir, "agent.sock"), filepath.Join(dir, "ca")
+	h.tlsAddr = writeTestCA(t, h.caDir)
 	h.build()
 	if _, err := h.kube.CoreV1().Namespaces().Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.kube.CoreV1().Nodes().Create(h.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.stopAgent)
@@ -129,7 +138,11 @@ func (h *harness) startAgent(t *testing.T) time.Time {
 	defer logf.Close()
 	cmd := exec.Command(filepath.Join(h.bin, "nodevirt-agent"),
 		"--kubeconfig", h.env.Kubeconfig, "--node-name", testNode, "--db", h.db,
-		"--kubelet-root", h.root, "--allow-emulation=true", "--log-level=debug")
+		"--kubelet-root", h.root, "--allow-emulation=true", "--log-level=debug",
+		"--api-socket", h.apiSocket, "--api-tls-addr", h.tlsAddr, "--api-ca-dir", h.caDir,
+		// No kubelet here; another test's kubelet on this host must not
+		// see our device plugins.
+		"--device-plugins=false", "--heartbeat=true")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -188,12 +201,15 @@ type vmOpts struct {
 	userData   string
 	ignoreACPI bool
 	grace      int64
+	graphics   bool // VGA + VNC
+	paused     bool // startStrategy Paused
 }
 
 // vm is one VMI with its pod directory, netns and launcher process.
 type vm struct {
 	h        *harness
 	name     string
+	podName  string
 	vmi      *v1.VirtualMachineInstance
 	pod      podfs.Pod
 	netns    string // "" without NIC
@@ -218,7 +234,7 @@ func (h *harness) createVM(t *testing.T, name string, o vmOpts) *vm {
 	if err != nil {
 		t.Fatalf("create pod of %s: %v", name, err)
 	}
-	v := &vm{h: h, name: name}
+	v := &vm{h: h, name: name, podName: pod.Name}
 	v.pod, err = podfs.New(h.root, string(pod.UID))
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +277,7 @@ func testVMI(ns, name string, o vmOpts) *v1.VirtualMachineInstance {
 	if o.ignoreACPI {
 		args += " nodevirt.ignore_acpi=1"
 	}
-	off := false
+	off, gfx := false, o.graphics
 	vmi := &v1.VirtualMachineInstance{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: name,
@@ -275,12 +291,16 @@ func testVMI(ns, name string, o vmOpts) *v1.VirtualMachineInstance {
 					KernelArgs: args,
 					Container:  &v1.KernelBootContainer{Image: "guest:test", KernelPath: "/vmlinux", InitrdPath: "/initrd.img"},
 				}},
-				Devices: v1.Devices{AutoattachGraphicsDevice: &off, AutoattachMemBalloon: &off},
+				Devices: v1.Devices{AutoattachGraphicsDevice: &gfx, AutoattachMemBalloon: &off},
 			},
 		},
 	}
 	if o.grace > 0 {
 		vmi.Spec.TerminationGracePeriodSeconds = &o.grace
+	}
+	if o.paused {
+		s := v1.StartStrategyPaused
+		vmi.Spec.StartStrategy = &s
 	}
 	switch o.binding {
 	case "":
@@ -480,6 +500,9 @@ func (v *vm) waitPhase(t *testing.T, phase v1.VirtualMachineInstancePhase, timeo
 type serialLog struct {
 	mu    sync.Mutex
 	lines []string
+	// stop disconnects from the serial socket (it takes one client) and
+	// waits until it is closed.
+	stop func()
 }
 
 // watchSerial connects to the serial socket as soon as QEMU creates it
@@ -489,7 +512,8 @@ func watchSerial(t *testing.T, path string) *serialLog {
 	s := &serialLog{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
+	s.stop = func() { cancel(); <-done }
+	t.Cleanup(s.stop)
 	go func() {
 		defer close(done)
 		var c net.Conn

@@ -200,3 +200,19 @@ func ensureNetwork(ctx context.Context, nsPath string, ps []netsetup.Plan) ([]ne
 	}
 	return out, nil
 }
+
+// releasePlans are the plans netsetup.Release needs, rebuilt from the
+// record alone (names and binding), so a VMI that is already gone from the
+// API is released too.
+func releasePlans(ifs []store.Interface) []netsetup.Plan {
+	out := make([]netsetup.Plan, 0, len(ifs))
+	for _, i := range ifs {
+		out = append(out, netsetup.Plan{
+			Binding:      netsetup.Binding(i.Binding),
+			PodInterface: netsetup.DefaultPodInterface,
+			Bridge:       i.Bridge,
+			Tap:          i.Tap,
+		})
+	}
+	return out
+}

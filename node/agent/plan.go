@@ -133,8 +133,12 @@ func planFinished(o *Observation) Plan {
 // planRun brings a Scheduled or Running VMI to a running QEMU.
 func planRun(o *Observation) Plan {
 	if o.Pod == nil {
-		if o.VMI.Status.Phase == v1.Scheduled && !o.liveRecord() {
+		switch {
+		case o.VMI.Status.Phase == v1.Scheduled && !o.liveRecord():
 			return Plan{Requeue: pollStopping} // the pod informer may lag
+		case o.qemuRunning() && o.Launcher.Exit == nil:
+			// The pod is being torn down: its launcher stops QEMU.
+			return Plan{PatchStatus: true, Requeue: pollStopping}
 		}
 		return Plan{Actions: releaseIfLive(o), PatchStatus: true}
 	}
@@ -163,6 +167,9 @@ func planRun(o *Observation) Plan {
 		}
 		if !o.Runtime.QMPConnected {
 			p.Actions = append(p.Actions, ActAttach)
+		}
+		if needsPause(o) {
+			p.Actions = append(p.Actions, ActPause)
 		}
 		p.PatchStatus = true
 		return p

@@ -140,8 +140,12 @@ func TestPlan(t *testing.T) {
 		}),
 		want: Plan{Actions: []ActionKind{ActRelease}, PatchStatus: true},
 	}, {
-		name: "PodGoneWhileRunning",
+		name: "PodGoneQEMUStopping",
 		o:    obs(v1.Running, withQEMU, func(o *Observation) { o.Pod = nil }),
+		want: Plan{PatchStatus: true, Requeue: pollStopping},
+	}, {
+		name: "PodGoneQEMUGone",
+		o:    obs(v1.Running, withQEMU, exited(true), func(o *Observation) { o.Pod = nil }),
 		want: Plan{Actions: []ActionKind{ActRelease}, PatchStatus: true},
 	}, {
 		name: "FinishedReleasesOnce",

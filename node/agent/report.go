@@ -24,6 +24,7 @@ func (a *Agent) report(ctx context.Context, o *Observation) error {
 	}
 	if d := a.domainIfAny(o.UID); d != nil {
 		f.GuestOSInfo = d.guestOSInfo()
+		f.Interfaces = mergeGuestNet(f.Interfaces, d.guestInterfaces(), masqueraded(o.Record), o.VMI.Status.Interfaces)
 	}
 	cur := o.VMI.Status
 	next, events := status.Derive(cur, f)
@@ -42,6 +43,7 @@ func (a *Agent) report(ctx context.Context, o *Observation) error {
 			a.normal(o.VMI, e.Reason, e.Message)
 		}
 	}
+	a.log.Debug("phase record", "changed", next.Phase != cur.Phase, "live", o.liveRecord())
 	if next.Phase != cur.Phase && o.liveRecord() {
 		return a.update(ctx, o, func(r *store.Record) error {
 			r.Observed.Phase = string(next.Phase)

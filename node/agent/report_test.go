@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -64,3 +65,5 @@ func TestReport_CrashRecordsFailedPhase(t *testing.T) {
 		t.Errorf("record phase = %q, want Failed", rec.Observed.Phase)
 	}
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -12,7 +12,9 @@ import (
 
 // Defaults for Config fields left zero.
 const (
-	DefaultKubeletRoot  = "/var/lib/kubelet"
+	// DefaultDir is where the kubelet (v1.34) serves kubelet.sock. It is
+	// fixed: the kubelet's --root-dir does not move it.
+	DefaultDir          = "/var/lib/kubelet/device-plugins"
 	DefaultCount        = 110
 	DefaultPollInterval = time.Second
 	// KubeletSocket is the kubelet's registration socket in Config.Dir.
@@ -22,8 +24,7 @@ const (
 // Config configures a Plugin.
 type Config struct {
 	// Dir is the kubelet's device-plugin directory, where kubelet.sock
-	// lives and the plugin creates its own socket. Default
-	// PluginDir(DefaultKubeletRoot).
+	// lives and the plugin creates its own socket. Default DefaultDir.
 	Dir string
 	// Count is the number of devices advertised; it caps how many
 	// containers on the node may hold the device at once. Default 110
@@ -41,14 +42,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// PluginDir returns the device-plugin directory of a kubelet whose
-// --root-dir is root.
-func PluginDir(root string) string { return filepath.Join(root, "device-plugins") }
-
 // withDefaults returns c with zero fields set to their defaults.
 func (c Config) withDefaults() Config {
 	if c.Dir == "" {
-		c.Dir = PluginDir(DefaultKubeletRoot)
+		c.Dir = DefaultDir
 	}
 	if c.Count == 0 {
 		c.Count = DefaultCount
@@ -72,13 +69,13 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	var errs []error
 	if c.Dir != "" && !filepath.IsAbs(c.Dir) {
-		errs = append(errs, fmt.Errorf("Dir %q: must be absolute", c.Dir))
+		errs = append(errs, fmt.Errorf("dir %q: must be absolute", c.Dir))
 	}
 	if c.Count < 0 {
-		errs = append(errs, fmt.Errorf("Count %d: must not be negative", c.Count))
+		errs = append(errs, fmt.Errorf("count %d: must not be negative", c.Count))
 	}
 	if c.PollInterval < 0 || c.RegisterTimeout < 0 {
-		errs = append(errs, errors.New("PollInterval and RegisterTimeout must not be negative"))
+		errs = append(errs, errors.New("poll interval and register timeout must not be negative"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("deviceplugin config: %w", err)

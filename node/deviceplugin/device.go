@@ -38,10 +38,12 @@ func (d Device) shortName() string {
 
 // HostDevices returns the devices this host can offer: tun and vhost-net
 // where their device nodes exist under host (the host's root, os.DirFS("/")
-// in the agent), kvm only when kvm says KVM is usable (see DetectKVM).
-func HostDevices(host fs.FS, kvm KVMStatus) []Device {
+// in the agent), kvm only when kvmUsable. The agent decides that with
+// node/launchspec/convert.DetectKVM, the same check that picks QEMU's
+// accelerator: a /dev/kvm backed by kvm_pvm is not usable.
+func HostDevices(host fs.FS, kvmUsable bool) []Device {
 	var devs []Device
-	if kvm.Usable {
+	if kvmUsable {
 		devs = append(devs, KVM())
 	}
 	for _, d := range []Device{Tun(), VhostNet()} {

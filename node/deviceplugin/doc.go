@@ -5,10 +5,15 @@
 // allowed in its device cgroup) without any privilege or hostPath.
 //
 // One Plugin serves one resource. It listens on its own unix socket in the
-// kubelet's device-plugin directory (<kubelet root>/device-plugins), registers
-// there through kubelet.sock and advertises Config.Count identical, healthy
-// devices; every allocation hands out the same device node, because a device
-// node is shareable, the count only caps how many containers may hold one.
+// kubelet's device-plugin directory, registers through kubelet.sock there,
+// and advertises Config.Count identical, healthy devices. Every allocation
+// hands out the same device node: a device node is shareable, the count
+// only caps how many containers may hold one.
+//
+// The directory is /var/lib/kubelet/device-plugins on every node: kubelet
+// v1.34 hardcodes it and ignores --root-dir for it, so a DaemonSet mounts
+// exactly that host path, and two kubelets on one host (the multi-node local
+// cluster) share one directory and cannot both host device plugins.
 //
 // Invariants:
 //   - The plugin re-registers whenever the kubelet restarts. A starting
@@ -23,8 +28,8 @@
 //
 // Which devices a node offers is decided once, at start, by HostDevices:
 // tun and vhost-net where their device nodes exist, kvm only where KVM is
-// usable for ordinary guests (DetectKVM: a /dev/kvm backed by kvm_pvm is
-// not).
+// usable for ordinary guests (the caller decides, with
+// node/launchspec/convert.DetectKVM: a /dev/kvm backed by kvm_pvm is not).
 //
 // Concurrency: Run may be called once per Plugin. The gRPC handlers run
 // concurrently and share only immutable state.

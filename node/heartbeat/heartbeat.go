@@ -42,10 +42,10 @@ type Config struct {
 func (c Config) Validate() error {
 	var errs []error
 	if c.NodeName == "" {
-		errs = append(errs, errors.New("NodeName is required"))
+		errs = append(errs, errors.New("node name is required"))
 	}
 	if c.Interval < 0 || c.StopTimeout < 0 {
-		errs = append(errs, errors.New("Interval and StopTimeout must not be negative"))
+		errs = append(errs, errors.New("interval and stop timeout must not be negative"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("heartbeat config: %w", err)

@@ -79,6 +79,8 @@ func readyCondition(phase v1.VirtualMachineInstancePhase, f Facts,
 		return cond(v1.VirtualMachineInstanceReady, false, v1.ReasonPodNotExists, "the launcher pod does not exist")
 	case f.PodTerminating:
 		return cond(v1.VirtualMachineInstanceReady, false, v1.ReasonPodTerminating, "the launcher pod is terminating")
+	case phase == v1.Running && f.Domain == DomainRunning && f.ReadyNeedsAgent && !f.AgentConnected:
+		return cond(v1.VirtualMachineInstanceReady, false, ReasonGuestAgentNotConnected, "the readiness probe (guestAgentPing) fails")
 	case phase == v1.Running && f.Domain == DomainRunning:
 		return cond(v1.VirtualMachineInstanceReady, true, "", "")
 	default:

@@ -39,6 +39,9 @@ type Facts struct {
 
 	// AgentConnected: the guest agent answers.
 	AgentConnected bool
+	// ReadyNeedsAgent: the VMI's readiness probe is guestAgentPing, so it
+	// is Ready only while the guest agent answers.
+	ReadyNeedsAgent bool
 	// GuestOSInfo replaces status.guestOSInfo when not zero.
 	GuestOSInfo v1.VirtualMachineInstanceGuestOSInfo
 
@@ -66,4 +69,7 @@ const (
 	ReasonStopped      = "Stopped"
 	ReasonShuttingDown = "ShuttingDown"
 	ReasonDeleted      = "Deleted"
+	// ReasonGuestAgentNotConnected: Ready=False because the guestAgentPing
+	// readiness probe fails.
+	ReasonGuestAgentNotConnected = "GuestAgentNotConnected"
 )

@@ -3,8 +3,8 @@
 //
 // A Server answers each command through the Handler registered for it;
 // handlers can return a result, a *qmp.Error (sent as an error reply with
-// its class), NoReply (the server never answers, like a hung QEMU) or
-// Hangup (the server closes the connection mid-command). Emit sends events
+// its class), ErrNoReply (the server never answers, like a hung QEMU) or
+// ErrHangup (the server closes the connection mid-command). Emit sends events
 // to every connected QMP client. Servers shut down through t.Cleanup.
 //
 // A QMP server runs each command in its own goroutine, so replies can come

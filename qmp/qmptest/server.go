@@ -15,11 +15,11 @@ import (
 
 // Sentinel handler results.
 var (
-	// NoReply makes the server swallow the command: it never answers.
-	NoReply = errors.New("qmptest: no reply")
-	// Hangup makes the server close the client's connection instead of
+	// ErrNoReply makes the server swallow the command: it never answers.
+	ErrNoReply = errors.New("qmptest: no reply")
+	// ErrHangup makes the server close the client's connection instead of
 	// answering.
-	Hangup = errors.New("qmptest: hang up")
+	ErrHangup = errors.New("qmptest: hang up")
 )
 
 // DefaultGreeting is the QMP greeting a Server sends unless told otherwise.
@@ -33,7 +33,7 @@ type Request struct {
 }
 
 // Handler answers a command: a result (marshalled as "return"), or an error:
-// a *qmp.Error is sent as an error reply; NoReply and Hangup act as
+// a *qmp.Error is sent as an error reply; ErrNoReply and ErrHangup act as
 // documented; any other error is sent as a GenericError.
 type Handler func(Request) (any, error)
 
@@ -269,9 +269,9 @@ func (s *Server) answer(c *serverConn, req Request, h Handler) bool {
 		result, err = h(req)
 	}
 	switch {
-	case errors.Is(err, NoReply):
+	case errors.Is(err, ErrNoReply):
 		return true
-	case errors.Is(err, Hangup):
+	case errors.Is(err, ErrHangup):
 		c.nc.Close()
 		return false
 	}

@@ -1,0 +1,68 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestConfig_WithData(t *testing.T) {
+	base := DefaultConfig()
+	base.Identity = "x"
+	tests := []struct {
+		name    string
+		data    map[string]string
+		want    func(*Config)
+		wantErr bool
+	}{
+		{"empty keeps flags", nil, func(*Config) {}, false},
+		{"all keys", map[string]string{KeyLauncherImage: "reg/launcher:v2", KeyUseEmulation: "true", KeyHeartbeatThreshold: "30s"},
+			func(c *Config) {
+				c.LauncherImage, c.Emulation, c.HeartbeatThreshold = "reg/launcher:v2", true, 30*time.Second
+			}, false},
+		{"empty image ignored", map[string]string{KeyLauncherImage: ""}, func(*Config) {}, false},
+		{"bad bool", map[string]string{KeyUseEmulation: "yes please"}, nil, true},
+		{"bad duration", map[string]string{KeyHeartbeatThreshold: "5"}, nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := base.withData(tc.data)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			want := base
+			tc.want(&want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestConfig_Validate(t *testing.T) {
+	ok := DefaultConfig()
+	ok.Identity = "x"
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	for name, mod := range map[string]func(*Config){
+		"no identity":         func(c *Config) { c.Identity = "" },
+		"renew ≥ lease":       func(c *Config) { c.RenewDeadline = c.LeaseDuration },
+		"no workers":          func(c *Config) { c.Workers = 0 },
+		"no launcher image":   func(c *Config) { c.LauncherImage = "" },
+		"zero heartbeat":      func(c *Config) { c.HeartbeatThreshold = 0 },
+		"retry ≥ renew":       func(c *Config) { c.RetryPeriod = c.RenewDeadline },
+		"no lease name":       func(c *Config) { c.LeaseName = "" },
+		"zero heartbeat poll": func(c *Config) { c.HeartbeatRecheck = 0 },
+	} {
+		c := ok
+		mod(&c)
+		if c.Validate() == nil {
+			t.Errorf("%s: Validate() = nil, want an error", name)
+		}
+	}
+}

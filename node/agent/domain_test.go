@@ -1,0 +1,85 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/nodevirt/nodevirt/qmp"
+	"github.com/nodevirt/nodevirt/qmp/qmptest"
+)
+
+// newTestDomain returns a domain whose enqueue calls are counted on a channel.
+func newTestDomain() (*domain, <-chan string) {
+	ch := make(chan string, 64)
+	d := &domain{uid: "u1", enqueue: func(uid string) { ch <- uid }, log: discardLogger()}
+	return d, ch
+}
+
+func waitView(t *testing.T, d *domain, what string, ok func(RuntimeView) bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok(d.view()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; view %+v", what, d.view())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestDomain_AttachFollowsRunState(t *testing.T) {
+	srv := qmptest.NewServer(t)
+	srv.Handle("query-status", func(qmptest.Request) (any, error) {
+		return qmp.StatusInfo{Running: true, Status: "running"}, nil
+	})
+	ga := qmptest.NewAgentServer(t)
+	ga.Handle("guest-get-osinfo", func(qmptest.Request) (any, error) {
+		return map[string]string{"name": "Busybox", "kernel-release": "6.1"}, nil
+	})
+	d, enq := newTestDomain()
+	defer d.close()
+	proc, err := d.attach(context.Background(), srv.Path(), ga.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fake server runs in this process: SO_PEERCRED names us.
+	if proc.PID != os.Getpid() || proc.StartTime == 0 {
+		t.Errorf("attach process = %+v, want this process", proc)
+	}
+	if v := d.view(); !v.QMPConnected || v.RunState != "running" {
+		t.Errorf("after attach view = %+v, want connected and running", v)
+	}
+	waitView(t, d, "the guest agent", func(v RuntimeView) bool { return v.AgentConnected && v.AgentProbed })
+	if got := d.guestOSInfo(); got.Name != "Busybox" || got.KernelRelease != "6.1" {
+		t.Errorf("guestOSInfo = %+v", got)
+	}
+
+	srv.Emit("STOP", nil)
+	waitView(t, d, "paused", func(v RuntimeView) bool { return v.RunState == "paused" })
+	srv.Emit("RESUME", nil)
+	waitView(t, d, "running", func(v RuntimeView) bool { return v.RunState == "running" })
+
+	srv.Close() // QEMU goes away
+	waitView(t, d, "disconnect", func(v RuntimeView) bool { return !v.QMPConnected })
+	select {
+	case uid := <-enq:
+		if uid != "u1" {
+			t.Errorf("enqueued %q, want u1", uid)
+		}
+	default:
+		t.Error("nothing was enqueued")
+	}
+}
+
+func TestDomain_AttachFailsOnDeadSocket(t *testing.T) {
+	d, _ := newTestDomain()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := d.attach(ctx, "/nonexistent/qmp.sock", "/nonexistent/qga.sock"); err == nil {
+		t.Fatal("attach to a missing socket succeeded")
+	}
+	if d.view().QMPConnected {
+		t.Error("view says connected after a failed attach")
+	}
+}

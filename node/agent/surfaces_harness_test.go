@@ -1,0 +1,192 @@
+package agent_test
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/nodevirt/nodevirt/node/api"
+)
+
+// writeTestCA writes a fresh nodevirt CA (the mounted Secret) into dir and
+// returns a free loopback address for the agent's mTLS listener.
+func writeTestCA(t *testing.T, dir string) string {
+	t.Helper()
+	_, c, k, err := api.NewCA("nodevirt-test-ca", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{api.CACertKey: c, api.CAKeyKey: k} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// apiHTTP is an HTTP client of the agent's unix socket.
+func (h *harness) apiHTTP() *http.Client {
+	return &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", h.apiSocket)
+		},
+	}}
+}
+
+// vmiPath is the public route of the VMI's subresource sub.
+func (v *vm) vmiPath(sub string) string {
+	return fmt.Sprintf("/v1/namespaces/%s/virtualmachineinstances/%s/%s", v.h.ns, v.name, sub)
+}
+
+// call sends method to the VM's public route sub on the unix socket and
+// returns status and body.
+func (v *vm) call(t *testing.T, method, sub string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://agent"+v.vmiPath(sub), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := v.h.apiHTTP().Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, sub, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// mustCall is call that fails the test on a status other than 200.
+func (v *vm) mustCall(t *testing.T, method, sub string) []byte {
+	t.Helper()
+	code, b := v.call(t, method, sub)
+	if code != http.StatusOK {
+		t.Fatalf("VM %s: %s %s: %d %s", v.name, method, sub, code, b)
+	}
+	return b
+}
+
+// stream opens the VM's console or vnc websocket on the unix socket.
+func (v *vm) stream(t *testing.T, sub string) *websocket.Conn {
+	t.Helper()
+	d := websocket.Dialer{
+		NetDialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var nd net.Dialer
+			return nd.DialContext(ctx, "unix", v.h.apiSocket)
+		},
+		Subprotocols:     []string{api.Subprotocol},
+		HandshakeTimeout: 20 * time.Second,
+	}
+	ws, resp, err := d.Dial("ws://agent"+v.vmiPath(sub), nil)
+	if err != nil {
+		status := ""
+		if resp != nil {
+			b, _ := io.ReadAll(resp.Body)
+			status = fmt.Sprintf(" (%s: %s)", resp.Status, b)
+		}
+		t.Fatalf("VM %s: %s websocket: %v%s", v.name, sub, err, status)
+	}
+	t.Cleanup(func() { ws.Close() })
+	return ws
+}
+
+// readUntil reads ws until its accumulated output contains want.
+func readUntil(t *testing.T, ws *websocket.Conn, want string, timeout time.Duration) string {
+	t.Helper()
+	var got strings.Builder
+	deadline := time.Now().Add(timeout)
+	_ = ws.SetReadDeadline(deadline)
+	defer ws.SetReadDeadline(time.Time{})
+	for !strings.Contains(got.String(), want) {
+		_, b, err := ws.ReadMessage()
+		if err != nil {
+			t.Fatalf("waiting for %q: %v; got %q", want, err, got.String())
+		}
+		got.Write(b)
+	}
+	return got.String()
+}
+
+// uptimeViaAPI reads the guest's /proc/uptime with guest-exec through the
+// agent passthrough (the node agent holds the guest agent channel).
+func (v *vm) uptimeViaAPI(t *testing.T, c *api.Client) float64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ref := v.h.ns + "/" + v.name
+	args, _ := json.Marshal(map[string]any{"path": "/bin/cat", "arg": []string{"/proc/uptime"}, "capture-output": true})
+	res, err := c.Agent(ctx, ref, api.Command{Execute: "guest-exec", Arguments: args})
+	if err != nil {
+		t.Fatalf("VM %s: guest-exec: %v", v.name, err)
+	}
+	var started struct{ PID int }
+	if err := json.Unmarshal(res, &started); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		args, _ := json.Marshal(map[string]int{"pid": started.PID})
+		res, err := c.Agent(ctx, ref, api.Command{Execute: "guest-exec-status", Arguments: args})
+		if err != nil {
+			t.Fatalf("VM %s: guest-exec-status: %v", v.name, err)
+		}
+		var st struct {
+			Exited  bool   `json:"exited"`
+			OutData string `json:"out-data"`
+		}
+		if err := json.Unmarshal(res, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Exited {
+			out, err := base64.StdEncoding.DecodeString(st.OutData)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := strings.Fields(string(out))
+			if len(f) == 0 {
+				t.Fatalf("VM %s: /proc/uptime = %q", v.name, out)
+			}
+			up, err := strconv.ParseFloat(f[0], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return up
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("VM %s: guest-exec did not finish", v.name)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// tlsGet GETs path on the agent's mTLS port with cfg.
+func (h *harness) tlsGet(cfg *tls.Config, path string) (int, error) {
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	resp, err := c.Get("https://" + h.tlsAddr + path)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}

@@ -1,0 +1,39 @@
+// Package api is the node agent's HTTP API: virt-handler's per-VMI
+// routes for the cluster side, and a debug surface for nodectl.
+//
+// Two listeners, one handler tree each:
+//
+//	unix socket (root only, mode 0600)    Public routes + Debug routes
+//	TLS port (mutual TLS, nodevirt CA)    Public routes only
+//
+// Public routes (virt-handler's shapes, {ns}/{name} of the VMI):
+//
+//	PUT /v1/namespaces/{ns}/virtualmachineinstances/{name}/pause
+//	PUT .../unpause  .../softreboot  .../reset  .../freeze  .../unfreeze
+//	GET .../guestosinfo  .../userlist  .../filesystemlist
+//	GET .../console  .../vnc         websockets (subprotocol plain.kubevirt.io)
+//
+// Debug routes, under /nodectl/v1/; each but domains takes the VMI as the
+// query parameter vmi=<ns/name or UID> (a name finds the live record first,
+// else the newest tombstone):
+//
+//	GET  domains            every record (tombstones too)
+//	GET  domain             one record
+//	GET  timeline           its lifecycle timeline
+//	PUT  pause, unpause
+//	POST qmp                body {"execute": ..., "arguments": ...} → {"return": ...}
+//	POST agent              the same, to the guest agent
+//	GET  console            websocket, as above
+//
+// Errors are JSON {"error": "..."} with 404 for an unknown VMI, 409 for a
+// VMI that is not running or has no guest agent, 502 for a QEMU or guest
+// agent error.
+//
+// Streams: QEMU's serial chardev takes one client at a time, so a new
+// console (or VNC) session for a VMI closes the previous one first. The
+// server pings every stream (Config.PingPeriod) so idle sessions survive
+// proxies; a peer that does not answer within two periods is dropped.
+//
+// The package knows nothing of the reconcile loop: the agent provides
+// Domains, the store provides Records.
+package api

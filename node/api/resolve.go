@@ -1,0 +1,51 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nodevirt/nodevirt/store"
+)
+
+var errNoRecord = errors.New("no record")
+
+// Resolve finds the record of a VMI given as ns/name or as a UID. By name
+// a live record wins over tombstones, then the newest tombstone.
+func Resolve(ctx context.Context, recs Records, ref string) (store.Record, error) {
+	ns, name, byName := strings.Cut(ref, "/")
+	if !byName {
+		r, err := recs.Get(ctx, ref)
+		if errors.Is(err, store.ErrNotFound) {
+			return store.Record{}, fmt.Errorf("VMI %s: %w", ref, errNoRecord)
+		}
+		return r, err
+	}
+	all, err := recs.List(ctx)
+	if err != nil {
+		return store.Record{}, err
+	}
+	var best *store.Record
+	for i := range all {
+		r := &all[i]
+		if r.Namespace != ns || r.Name != name {
+			continue
+		}
+		if best == nil || better(r, best) {
+			best = r
+		}
+	}
+	if best == nil {
+		return store.Record{}, fmt.Errorf("VMI %s: %w", ref, errNoRecord)
+	}
+	return *best, nil
+}
+
+// better reports whether r is a better match than cur for a name.
+func better(r, cur *store.Record) bool {
+	if r.IsGone() != cur.IsGone() {
+		return !r.IsGone()
+	}
+	return r.Gone.After(cur.Gone)
+}
