@@ -11,8 +11,4 @@ type Missing struct {
 // feature is not implemented yet. They are skipped with this reason, never
 // silently, and printed at the end of the suite. Remove an entry in the
 // change that lands the feature; the scenario then has to pass.
-var Pending = map[int]Missing{
-	5:  {Piece: "pause/unpause: the agent has no node API (PUT .../pause, .../unpause) and no Paused intent", Issue: 5},
-	11: {Piece: "startStrategy Paused needs unpause (node API pause endpoint) to boot the guest", Issue: 5},
-	14: {Piece: "cmd/nodectl does not exist (agent unix socket API, read-only bbolt view)", Issue: 0},
-}
+var Pending = map[int]Missing{}

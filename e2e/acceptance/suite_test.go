@@ -39,11 +39,11 @@ var scenarios = []scenario{
 	{9, "LauncherPodDeleted", testLauncherPodDeleted},
 	{6, "RunStrategies", testRunStrategies},
 	{7, "QEMUKilled", testQEMUKilled},
-	{5, "Pause", nil},
-	{11, "StartPaused", nil},
+	{5, "Pause", testPause},
+	{11, "StartPaused", testStartPaused},
 	{10, "GracePeriod", testGracePeriod},
 	{8, "AgentRestart", testAgentRestart},
-	{14, "Nodectl", nil},
+	{14, "Nodectl", testNodectl},
 	{13, "Heartbeat", testHeartbeat},
 	{4, "Masquerade", testMasquerade},
 }
@@ -58,6 +58,8 @@ type suite struct {
 	// demo is the VM of deploy/examples/vm.yaml, created by scenario 1 and
 	// used by the scenarios after it until scenario 6 stops it.
 	demo string
+	// nodectlBin is cmd/nodectl, built on first use.
+	nodectlBin string
 }
 
 func TestAcceptance(t *testing.T) {
