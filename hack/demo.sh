@@ -51,5 +51,7 @@ Next:
   kubectl -n nodevirt logs daemonset/nodevirt-agent       # the node agent
   kubectl apply -f deploy/examples/vm-v1alpha3.yaml       # KubeVirt's older form, containerDisk
   tail -f $serial   # the guest's console
+  go run ./cmd/nodectl --socket $CLUSTER_DIR/nodes/$node/nodevirt/agent.sock --db $CLUSTER_DIR/nodes/$node/nodevirt/agent.db list
+  # nodectl: list, show/timeline $NS/$VM, qmp $NS/$VM '{"execute":"query-status"}', pause/unpause $NS/$VM
   make demo-down                # stop the local cluster
 EOT
