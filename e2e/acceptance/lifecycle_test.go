@@ -76,10 +76,14 @@ func testRunStrategies(t *testing.T, s *suite) {
 	})
 	t.Run("AlwaysVMIDeleted", func(t *testing.T) {
 		vmi := s.demoVMI(t)
+		// A guest still booting has no acpid yet and would sit out the
+		// whole grace period.
+		s.waitSerial(t, s.launcherPod(t, vmi), "NODEVIRT-GUEST-READY", 60*time.Second)
 		s.kubectl(t, nil, "delete", "vmi", "-n", namespace, vmi.Name, "--wait=false")
 		nv := s.waitNewVMI(t, s.demo, string(vmi.UID), 90*time.Second)
 		t.Logf("VMI %s replaced: %s -> %s", s.demo, vmi.UID, nv.UID)
-		s.waitVMI(t, s.demo, 60*time.Second, "Running", phaseIs(v1.Running))
+		nv = s.waitVMI(t, s.demo, 60*time.Second, "Running", phaseIs(v1.Running))
+		s.waitSerial(t, s.launcherPod(t, nv), "NODEVIRT-GUEST-READY", 60*time.Second)
 		s.deleteVM(t, s.demo) // frees the CPU for the scenarios after this one
 	})
 	// The guest powers itself off shortly after boot.

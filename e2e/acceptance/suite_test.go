@@ -110,6 +110,9 @@ func report(t *testing.T, times map[int]time.Duration, results map[int]string, t
 	}
 	sort.Ints(ns)
 	b.WriteString("pending scenarios:\n")
+	if len(ns) == 0 {
+		b.WriteString("  none\n")
+	}
 	for _, n := range ns {
 		issue := "no issue yet"
 		if Pending[n].Issue != 0 {
