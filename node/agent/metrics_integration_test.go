@@ -65,7 +65,7 @@ func TestMetrics_Integration(t *testing.T) {
 	})
 	for _, s := range series {
 		val, _ := sample(before, s.name, s.labels)
-		t.Logf("%s%v = %v", s.name, s.labels, val)
+		t.Logf("%s %v = %v", s.name, s.labels, val)
 	}
 	if rss, _ := sample(before, "kubevirt_vmi_memory_resident_bytes", vmLabels); rss < 16<<20 {
 		t.Errorf("resident bytes %v, want a QEMU's worth (> 16 MiB)", rss)
