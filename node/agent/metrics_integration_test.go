@@ -95,6 +95,18 @@ func TestMetrics_Integration(t *testing.T) {
 		waitFor(t, 20*time.Second, s.name+" to grow", func() bool { return grown(s.name, s.labels) })
 	}
 
+	t.Run("Prometheus", func(t *testing.T) {
+		p := startPrometheus(t, h.metricsAddr)
+		sel := fmt.Sprintf(`{namespace=%q,name=%q}`, h.ns, v.name)
+		p.wantPromSeries(t, vmLabels,
+			"kubevirt_vmi_cpu_usage_seconds_total"+sel,
+			"kubevirt_vmi_memory_resident_bytes"+sel,
+			`kubevirt_vmi_network_receive_bytes_total{interface="default"}`,
+			`kubevirt_vmi_storage_iops_read_total{drive="cloudinit"}`,
+			"rate(kubevirt_vmi_cpu_usage_seconds_total"+sel+"[5s]) > 0",
+		)
+	})
+
 	start := time.Now()
 	const n = 5
 	for range n {
