@@ -218,6 +218,7 @@ type vmOpts struct {
 	grace      int64
 	graphics   bool // VGA + VNC
 	paused     bool // startStrategy Paused
+	balloon    bool // a virtio-balloon device
 }
 
 // vm is one VMI with its pod directory, netns and launcher process.
@@ -292,7 +293,7 @@ func testVMI(ns, name string, o vmOpts) *v1.VirtualMachineInstance {
 	if o.ignoreACPI {
 		args += " nodevirt.ignore_acpi=1"
 	}
-	off, gfx := false, o.graphics
+	off, gfx, balloon := false, o.graphics, o.balloon
 	vmi := &v1.VirtualMachineInstance{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: name,
@@ -306,7 +307,7 @@ func testVMI(ns, name string, o vmOpts) *v1.VirtualMachineInstance {
 					KernelArgs: args,
 					Container:  &v1.KernelBootContainer{Image: "guest:test", KernelPath: "/vmlinux", InitrdPath: "/initrd.img"},
 				}},
-				Devices: v1.Devices{AutoattachGraphicsDevice: &gfx, AutoattachMemBalloon: &off},
+				Devices: v1.Devices{AutoattachGraphicsDevice: &gfx, AutoattachMemBalloon: &balloon},
 			},
 		},
 	}

@@ -25,7 +25,7 @@ import (
 func TestMetrics_Integration(t *testing.T) {
 	h := newHarness(t)
 	h.startAgent(t)
-	v := h.createVM(t, "metrics", vmOpts{binding: "masquerade", userData: "#!/bin/sh\necho metrics-userdata\n"})
+	v := h.createVM(t, "metrics", vmOpts{binding: "masquerade", userData: "#!/bin/sh\necho metrics-userdata\n", balloon: true})
 	v.waitPhase(t, v1.Running, 60*time.Second)
 	if l := v.waitSerial(t, "NODEVIRT-GUEST-GW", 120*time.Second); l != "NODEVIRT-GUEST-GW-OK" {
 		t.Fatalf("guest network: %q", l)
@@ -76,6 +76,21 @@ func TestMetrics_Integration(t *testing.T) {
 	if n, ok := sample(before, "kubevirt_vmi_phase_count", map[string]string{"node": testNode, "phase": "Running"}); !ok || n < 1 {
 		t.Errorf("kubevirt_vmi_phase_count{phase=Running} = %v, %v", n, ok)
 	}
+
+	// The balloon: QEMU's figure at once, the guest's once the agent has
+	// turned stats polling on and the guest has reported.
+	if b, ok := sample(before, "kubevirt_vmi_memory_actual_balloon_bytes", vmLabels); !ok || b != 128<<20 {
+		t.Errorf("actual balloon bytes = %v, %v; want 128 MiB", b, ok)
+	}
+	waitFor(t, 60*time.Second, "balloon guest stats", func() bool {
+		fams := h.scrape(t)
+		for _, name := range []string{"kubevirt_vmi_memory_available_bytes", "kubevirt_vmi_memory_usable_bytes", "kubevirt_vmi_memory_unused_bytes"} {
+			if v, ok := sample(fams, name, vmLabels); !ok || v <= 0 {
+				return false
+			}
+		}
+		return true
+	})
 
 	// Make the guest work: ping its gateway, reread its disks past the
 	// page cache, spin a little.
