@@ -14,3 +14,5 @@ test-metrics: testenv guest-images agent-deps metrics-deps ## Run the metrics te
 
 bench-metrics: testenv guest-images agent-deps ## Measure /metrics scrape time with 1 and 20 VMs (real agent and QEMU; paused VMs).
 	NODEVIRT_BENCH=1 $(GO) test $(GOTEST_FLAGS) -timeout 20m -run 'TestMetrics_ScrapeTime' -v ./node/agent/
+
+TEST_PREREQS += metrics-deps
