@@ -24,6 +24,20 @@ type metricsFlags struct {
 	timeout time.Duration // deadline of one scrape's VM statistics
 }
 
+// metricsMux serves /metrics from reg and /healthz.
+func metricsMux(reg *prometheus.Registry, timeout time.Duration, log *slog.Logger) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
+		// A scrape holds at most the VM deadline plus formatting.
+		Timeout: timeout + 5*time.Second,
+	}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
+}
+
 // newRegistry returns the agent's registry with the Go and process
 // collectors.
 func newRegistry() *prometheus.Registry {
@@ -42,15 +56,7 @@ func serveMetrics(ctx context.Context, mf metricsFlags, node string, reg *promet
 	if err := reg.Register(c); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
-		// A scrape holds at most the VM deadline plus formatting.
-		Timeout: mf.timeout + 5*time.Second,
-	}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte("ok\n"))
-	})
+	mux := metricsMux(reg, mf.timeout, log)
 	ln, err := net.Listen("tcp", mf.addr)
 	if err != nil {
 		return fmt.Errorf("metrics: listen %s: %w", mf.addr, err)
