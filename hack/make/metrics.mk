@@ -10,7 +10,7 @@ metrics-deps: ## Install the Prometheus server the metrics scrape test runs (Deb
 
 test-metrics: testenv guest-images agent-deps metrics-deps ## Run the metrics tests (collector unit tests; agent /metrics with a real guest; a real Prometheus scrape).
 	$(GO) test $(GOTEST_FLAGS) ./node/metrics/...
-	$(GO) test $(GOTEST_FLAGS) -timeout 20m -run 'TestMetrics_(Integration|Prometheus)' -v ./node/agent/
+	$(GO) test $(GOTEST_FLAGS) -timeout 20m -run 'TestMetrics_Integration|TestDiskName|TestTapsOf' -v ./node/agent/
 
 bench-metrics: testenv guest-images agent-deps ## Measure /metrics scrape time with 1 and 20 VMs (real agent and QEMU; paused VMs).
 	NODEVIRT_BENCH=1 $(GO) test $(GOTEST_FLAGS) -timeout 20m -run 'TestMetrics_ScrapeTime' -v ./node/agent/
