@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -42,7 +43,12 @@ func run() error {
 		hostRoot   = flag.String("host-root", "/", "the host's root, for the KVM check")
 		logLevel   = flag.String("log-level", "info", "debug, info, warn or error")
 		af         apiFlags
+		mf         metricsFlags
 	)
+	flag.StringVar(&mf.addr, "metrics-addr", ":8443", "Prometheus /metrics and /healthz listen address; empty disables it")
+	flag.StringVar(&mf.tlsCert, "metrics-tls-cert", "", "serve /metrics over HTTPS with this certificate (with --metrics-tls-key)")
+	flag.StringVar(&mf.tlsKey, "metrics-tls-key", "", "private key of --metrics-tls-cert")
+	flag.DurationVar(&mf.timeout, "metrics-timeout", 5*time.Second, "deadline of one scrape's VM statistics; a VM slower than that is skipped")
 	flag.StringVar(&af.socket, "api-socket", "/var/lib/nodevirt/agent.sock", "node API unix socket for nodectl (root only); empty disables it")
 	flag.StringVar(&af.tlsAddr, "api-tls-addr", "", "node API mutual-TLS listen address, e.g. :8186; empty disables it")
 	flag.StringVar(&af.caDir, "api-ca-dir", "/etc/nodevirt-ca", "directory of the mounted nodevirt-ca Secret (ca.crt, ca.key)")
@@ -96,7 +102,8 @@ func run() error {
 
 	host := os.DirFS(*hostRoot)
 	kvm := convert.DetectKVM(host)
-	a, err := agent.New(cfg, agent.Deps{Kube: kube, Virt: virt, Store: db, KVM: kvm, Log: log})
+	reg := newRegistry()
+	a, err := agent.New(cfg, agent.Deps{Kube: kube, Virt: virt, Store: db, KVM: kvm, Log: log, Registerer: reg})
 	if err != nil {
 		return err
 	}
@@ -117,6 +124,11 @@ func run() error {
 	if af.socket != "" || af.tlsAddr != "" {
 		af.node = cfg.NodeName
 		run["node API"] = func(ctx context.Context) error { return serveAPI(ctx, af, a, log) }
+	}
+	if mf.addr != "" {
+		run["metrics"] = func(ctx context.Context) error {
+			return serveMetrics(ctx, mf, cfg.NodeName, reg, a.MetricsSource(), log)
+		}
 	}
 	return runAll(ctx, run)
 }

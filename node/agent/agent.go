@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -40,6 +41,9 @@ type Deps struct {
 	// KVM is the node's KVM verdict (convert.DetectKVM).
 	KVM convert.KVM
 	Log *slog.Logger
+	// Registerer receives the agent's own metrics (reconcile and QMP
+	// latency, store size); nil: not exported.
+	Registerer prometheus.Registerer
 }
 
 // Agent is the node agent. Create it with New and start it with Run.
@@ -49,6 +53,7 @@ type Agent struct {
 	log      *slog.Logger
 	queue    workqueue.TypedRateLimitingInterface[string]
 	recorder record.EventRecorder
+	metrics  *agentMetrics
 
 	vmis cache.SharedIndexInformer
 	pods cache.SharedIndexInformer
@@ -70,7 +75,12 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
+	m, err := newAgentMetrics(deps.Registerer, cfg.NodeName, deps.Store.Path())
+	if err != nil {
+		return nil, fmt.Errorf("agent: metrics: %w", err)
+	}
 	a := &Agent{
+		metrics: m,
 		cfg:     cfg,
 		deps:    deps,
 		log:     deps.Log,
@@ -240,7 +250,9 @@ func (a *Agent) processNext(ctx context.Context) bool {
 	}
 	defer a.queue.Done(uid)
 	start := time.Now()
-	if err := a.sync(ctx, uid); err != nil {
+	err := a.sync(ctx, uid)
+	a.metrics.observeSync(start, err)
+	if err != nil {
 		if ctx.Err() != nil {
 			return false
 		}

@@ -32,6 +32,14 @@
 // whose QEMU runs, and never resumes a guest. The node API shares the
 // domain's QMP and guest agent connections (surface.go).
 //
+// Metrics (metricsource.go, metrics.go): MetricsSource is node/metrics'
+// Source — VMs from the informer cache, statistics from the record's QEMU
+// pid (/proc), its pod netns (tap counters), and the domain's QMP and guest
+// agent connections, each call under the scrape's deadline. It only reads,
+// except that it turns the balloon's guest-stats polling on when it finds
+// it off. The agent's own metrics (reconcile and QMP latency, store size)
+// go to Deps.Registerer.
+//
 // Concurrency: the domain runtime (domain.go) is shared between the sync of
 // its VMI and its watcher goroutines (QMP events, guest agent pings), which
 // only update the view under its mutex and enqueue the UID.

@@ -68,6 +68,8 @@ type harness struct {
 	apiSocket string
 	caDir     string
 	tlsAddr   string
+	// metricsAddr is the agent's /metrics endpoint (loopback, free port).
+	metricsAddr string
 
 	mu    sync.Mutex
 	agent *exec.Cmd
@@ -98,6 +100,7 @@ func newHarness(t *testing.T) *harness {
 	h.agentLog = filepath.Join(dir, "agent.log")
 	h.apiSocket, h.caDir = filepath.Join(dir, "agent.sock"), filepath.Join(dir, "ca")
 	h.tlsAddr = writeTestCA(t, h.caDir)
+	h.metricsAddr = freeLoopbackAddr(t)
 	h.build()
 	if _, err := h.kube.CoreV1().Namespaces().Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -140,6 +143,7 @@ func (h *harness) startAgent(t *testing.T) time.Time {
 		"--kubeconfig", h.env.Kubeconfig, "--node-name", testNode, "--db", h.db,
 		"--kubelet-root", h.root, "--allow-emulation=true", "--log-level=debug",
 		"--api-socket", h.apiSocket, "--api-tls-addr", h.tlsAddr, "--api-ca-dir", h.caDir,
+		"--metrics-addr", h.metricsAddr,
 		// No kubelet here; another test's kubelet on this host must not
 		// see our device plugins.
 		"--device-plugins=false", "--heartbeat=true")
@@ -152,6 +156,17 @@ func (h *harness) startAgent(t *testing.T) time.Time {
 	h.agent = cmd
 	h.mu.Unlock()
 	return start
+}
+
+// freeLoopbackAddr returns a loopback address with a port free right now.
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // killAgent SIGKILLs the agent and reaps it.
@@ -203,6 +218,7 @@ type vmOpts struct {
 	grace      int64
 	graphics   bool // VGA + VNC
 	paused     bool // startStrategy Paused
+	balloon    bool // a virtio-balloon device
 }
 
 // vm is one VMI with its pod directory, netns and launcher process.
@@ -277,7 +293,7 @@ func testVMI(ns, name string, o vmOpts) *v1.VirtualMachineInstance {
 	if o.ignoreACPI {
 		args += " nodevirt.ignore_acpi=1"
 	}
-	off, gfx := false, o.graphics
+	off, gfx, balloon := false, o.graphics, o.balloon
 	vmi := &v1.VirtualMachineInstance{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: name,
@@ -291,7 +307,7 @@ func testVMI(ns, name string, o vmOpts) *v1.VirtualMachineInstance {
 					KernelArgs: args,
 					Container:  &v1.KernelBootContainer{Image: "guest:test", KernelPath: "/vmlinux", InitrdPath: "/initrd.img"},
 				}},
-				Devices: v1.Devices{AutoattachGraphicsDevice: &gfx, AutoattachMemBalloon: &off},
+				Devices: v1.Devices{AutoattachGraphicsDevice: &gfx, AutoattachMemBalloon: &balloon},
 			},
 		},
 	}

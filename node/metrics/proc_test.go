@@ -1,0 +1,67 @@
+package metrics
+
+import (
+	"os"
+	"testing"
+)
+
+func TestVCPUID(t *testing.T) {
+	tests := []struct {
+		comm, id string
+		ok       bool
+	}{
+		{"CPU 0/TCG", "0", true},
+		{"CPU 12/KVM", "12", true},
+		{"CPU x/KVM", "", false},
+		{"CPU 1/HVF", "", false},
+		{"qemu-system-x86", "", false},
+		{"IO mon_iothread", "", false},
+	}
+	for _, tt := range tests {
+		id, ok := vcpuID(tt.comm)
+		if id != tt.id || ok != tt.ok {
+			t.Errorf("vcpuID(%q) = %q, %v; want %q, %v", tt.comm, id, ok, tt.id, tt.ok)
+		}
+	}
+}
+
+func TestProcessCPUAndRSS_Self(t *testing.T) {
+	// Burn a little CPU so utime is not zero.
+	x := 0
+	for i := range 50_000_000 {
+		x += i
+	}
+	_ = x
+	cpu, err := ProcessCPU("/proc", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpu.UsageSeconds <= 0 {
+		t.Errorf("UsageSeconds = %v, want > 0", cpu.UsageSeconds)
+	}
+	if len(cpu.VCPUs) != 0 {
+		t.Errorf("VCPUs = %v, want none in the test binary", cpu.VCPUs)
+	}
+	rss, err := ProcessRSS("/proc", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rss < 1<<20 {
+		t.Errorf("RSS = %d, want > 1 MiB", rss)
+	}
+}
+
+func TestReadStat_CommWithParens(t *testing.T) {
+	p := t.TempDir() + "/stat"
+	line := "42 (CPU 0/TCG) (x) R 1 1 1 0 -1 0 0 0 0 0 250 50 0 0 20 0 1 0 100 0 0\n"
+	if err := os.WriteFile(p, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state, secs, err := readStat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state != "R" || secs != 3 {
+		t.Errorf("readStat = %q, %v; want R, 3", state, secs)
+	}
+}
