@@ -1,9 +1,6 @@
 package agent_test
 
 import (
-	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
@@ -182,41 +179,6 @@ next:
 // the node API and waits for it to exit.
 func (v *vm) shellViaAPI(t *testing.T, c *api.Client, script string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	ref := v.h.ns + "/" + v.name
-	args, _ := json.Marshal(map[string]any{"path": "/bin/sh", "arg": []string{"-c", script}, "capture-output": true})
-	res, err := c.Agent(ctx, ref, api.Command{Execute: "guest-exec", Arguments: args})
-	if err != nil {
-		t.Fatalf("VM %s: guest-exec: %v", v.name, err)
-	}
-	var started struct{ PID int }
-	if err := json.Unmarshal(res, &started); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		args, _ := json.Marshal(map[string]int{"pid": started.PID})
-		res, err := c.Agent(ctx, ref, api.Command{Execute: "guest-exec-status", Arguments: args})
-		if err != nil {
-			t.Fatalf("VM %s: guest-exec-status: %v", v.name, err)
-		}
-		var st struct {
-			Exited   bool   `json:"exited"`
-			ExitCode int    `json:"exitcode"`
-			OutData  string `json:"out-data"`
-		}
-		if err := json.Unmarshal(res, &st); err != nil {
-			t.Fatal(err)
-		}
-		if st.Exited {
-			out, _ := base64.StdEncoding.DecodeString(st.OutData)
-			t.Logf("VM %s: guest shell exit %d: %s", v.name, st.ExitCode, fmt.Sprintf("%.300s", out))
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("VM %s: guest shell did not finish", v.name)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	code, out := v.execViaAPI(t, c, 60*time.Second, "/bin/sh", "-c", script)
+	t.Logf("VM %s: guest shell exit %d: %.300s", v.name, code, out)
 }

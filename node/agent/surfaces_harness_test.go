@@ -132,11 +132,28 @@ func readUntil(t *testing.T, ws *websocket.Conn, want string, timeout time.Durat
 // agent passthrough (the node agent holds the guest agent channel).
 func (v *vm) uptimeViaAPI(t *testing.T, c *api.Client) float64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	_, out := v.execViaAPI(t, c, 30*time.Second, "/bin/cat", "/proc/uptime")
+	f := strings.Fields(string(out))
+	if len(f) == 0 {
+		t.Fatalf("VM %s: /proc/uptime = %q", v.name, out)
+	}
+	up, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return up
+}
+
+// execViaAPI runs path with args in the guest through guest-exec on the node
+// API, waits for it to exit within timeout, and returns its exit code and
+// standard output.
+func (v *vm) execViaAPI(t *testing.T, c *api.Client, timeout time.Duration, path string, args ...string) (int, []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	ref := v.h.ns + "/" + v.name
-	args, _ := json.Marshal(map[string]any{"path": "/bin/cat", "arg": []string{"/proc/uptime"}, "capture-output": true})
-	res, err := c.Agent(ctx, ref, api.Command{Execute: "guest-exec", Arguments: args})
+	req, _ := json.Marshal(map[string]any{"path": path, "arg": args, "capture-output": true})
+	res, err := c.Agent(ctx, ref, api.Command{Execute: "guest-exec", Arguments: req})
 	if err != nil {
 		t.Fatalf("VM %s: guest-exec: %v", v.name, err)
 	}
@@ -145,14 +162,15 @@ func (v *vm) uptimeViaAPI(t *testing.T, c *api.Client) float64 {
 		t.Fatal(err)
 	}
 	for {
-		args, _ := json.Marshal(map[string]int{"pid": started.PID})
-		res, err := c.Agent(ctx, ref, api.Command{Execute: "guest-exec-status", Arguments: args})
+		req, _ := json.Marshal(map[string]int{"pid": started.PID})
+		res, err := c.Agent(ctx, ref, api.Command{Execute: "guest-exec-status", Arguments: req})
 		if err != nil {
 			t.Fatalf("VM %s: guest-exec-status: %v", v.name, err)
 		}
 		var st struct {
-			Exited  bool   `json:"exited"`
-			OutData string `json:"out-data"`
+			Exited   bool   `json:"exited"`
+			ExitCode int    `json:"exitcode"`
+			OutData  string `json:"out-data"`
 		}
 		if err := json.Unmarshal(res, &st); err != nil {
 			t.Fatal(err)
@@ -162,25 +180,16 @@ func (v *vm) uptimeViaAPI(t *testing.T, c *api.Client) float64 {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := strings.Fields(string(out))
-			if len(f) == 0 {
-				t.Fatalf("VM %s: /proc/uptime = %q", v.name, out)
-			}
-			up, err := strconv.ParseFloat(f[0], 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return up
+			return st.ExitCode, out
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("VM %s: guest-exec did not finish", v.name)
+			t.Fatalf("VM %s: guest-exec of %s did not finish", v.name, path)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
 
-// tlsGet GETs path on the agent's mTLS port with cfg.
 func (h *harness) tlsGet(cfg *tls.Config, path string) (int, error) {
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
 	resp, err := c.Get("https://" + h.tlsAddr + path)
