@@ -18,6 +18,14 @@ set -euo pipefail
 [ -f "$CLUSTER_DIR/cluster.env" ] || die "no cluster running in $CLUSTER_DIR (make cluster-up)"
 TIMEOUT=${TIMEOUT:-180}
 
+# The node API's mutual-TLS CA (Secret nodevirt-ca) is made once per cluster,
+# before the agents that mount it.
+kubectl get namespace nodevirt >/dev/null 2>&1 || kubectl create namespace nodevirt >/dev/null
+if ! kubectl -n nodevirt get secret nodevirt-ca >/dev/null 2>&1; then
+	log "creating the node API CA (Secret nodevirt-ca)"
+	(cd "$REPO_ROOT" && go run ./hack/nodeca) | kubectl apply -f - >/dev/null
+fi
+
 log "applying deploy/local"
 kubectl kustomize "$REPO_ROOT/deploy/local" |
 	sed "s#/CLUSTER_DIR/nodes#$CLUSTER_DIR/nodes#g" |

@@ -165,17 +165,19 @@ func requirePrereqs(t *testing.T) {
 // images and deploys nodevirt; cleanups undo what it started.
 func setUp(t *testing.T) *suite {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
 	root, err := localcluster.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	unlock, err := localcluster.Lock(ctx)
+	lockCtx, lockCancel := context.WithTimeout(context.Background(), localcluster.LockWait)
+	defer lockCancel()
+	unlock, err := localcluster.Lock(lockCtx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(unlock)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
 
 	dir := os.Getenv("NODEVIRT_E2E_CLUSTER_DIR")
 	if dir == "" {

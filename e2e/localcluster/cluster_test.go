@@ -115,12 +115,12 @@ func killDaemon(t *testing.T, c *Cluster, name string) {
 func startCluster(t *testing.T, nodes int) *Cluster {
 	t.Helper()
 	out := requirePrereqs(t)
-	ctx := testContext(t, 5*time.Minute)
-	unlock, err := Lock(ctx)
+	unlock, err := Lock(testContext(t, LockWait))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(unlock)
+	ctx := testContext(t, 5*time.Minute)
 	requireNoCluster(t)
 	// A short path: unix sockets (containerd, kubelet device plugins) live
 	// under it and must stay within 108 bytes.

@@ -12,6 +12,11 @@ import (
 // LockFile serialises users of the host's one local cluster.
 const LockFile = "/run/lock/nodevirt-cluster.lock"
 
+// LockWait is how long a test should wait for the lock. `go test ./...` runs
+// packages in parallel and the acceptance suite holds the cluster for many
+// minutes, so the wait is long and separate from the test's own deadlines.
+const LockWait = 30 * time.Minute
+
 // Lock waits until this process holds the host-wide cluster lock (or ctx
 // ends) and returns the function that releases it. The lock is an flock, so
 // it is released when the process dies.

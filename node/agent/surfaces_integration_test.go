@@ -219,7 +219,14 @@ func TestSurfaces_Integration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if code, err := h.tlsGet(good, path); err != nil || code != http.StatusOK {
+		// 409 means the handshake passed but the guest agent is not
+		// (re)connected yet on a loaded machine; wait for it.
+		code, err := h.tlsGet(good, path)
+		for deadline := time.Now().Add(60 * time.Second); err == nil && code == http.StatusConflict && time.Now().Before(deadline); {
+			time.Sleep(250 * time.Millisecond)
+			code, err = h.tlsGet(good, path)
+		}
+		if err != nil || code != http.StatusOK {
 			t.Errorf("client with a valid certificate: %d, %v", code, err)
 		}
 		noCert := &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS13}

@@ -240,12 +240,12 @@ func isZombie(pid int) bool {
 func localCluster(t *testing.T) *localcluster.Cluster {
 	t.Helper()
 	out := requireClusterPrereqs(t)
-	ctx := testContextFor(t, 10*time.Minute)
-	unlock, err := localcluster.Lock(ctx)
+	unlock, err := localcluster.Lock(testContextFor(t, localcluster.LockWait))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(unlock)
+	ctx := testContextFor(t, 10*time.Minute)
 	if raw, err := os.ReadFile("/run/nodevirt-cluster"); err == nil {
 		if c, err := localcluster.Load(strings.TrimSpace(string(raw))); err == nil {
 			t.Logf("reusing the local cluster in %s", c.Dir)
