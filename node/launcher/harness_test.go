@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodevirt/nodevirt/cluster/apitest"
 	"github.com/nodevirt/nodevirt/node/launcher"
 	"github.com/nodevirt/nodevirt/node/launchspec"
 )
@@ -67,22 +68,11 @@ func guestDir(t *testing.T) string {
 
 // outDir is $NODEVIRT_OUT, or _output in the repository root.
 func outDir(t *testing.T) string {
-	if d := os.Getenv("NODEVIRT_OUT"); d != "" {
-		return d
-	}
-	wd, err := os.Getwd()
+	d, err := apitest.OutDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil &&
-			bytes.Contains(b, []byte("module github.com/nodevirt/nodevirt\n")) {
-			return filepath.Join(d, "_output")
-		}
-		if filepath.Dir(d) == d {
-			t.Fatalf("no nodevirt go.mod above %s", wd)
-		}
-	}
+	return d
 }
 
 var buildOnce sync.Once
