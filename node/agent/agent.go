@@ -75,12 +75,7 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
-	m, err := newAgentMetrics(deps.Registerer, cfg.NodeName, deps.Store.Path())
-	if err != nil {
-		return nil, fmt.Errorf("agent: metrics: %w", err)
-	}
 	a := &Agent{
-		metrics: m,
 		cfg:     cfg,
 		deps:    deps,
 		log:     deps.Log,
@@ -90,6 +85,11 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "vmi"}),
 	}
+	m, err := newAgentMetrics(deps.Registerer, cfg.NodeName, deps.Store.Path(), a.connectedDomains)
+	if err != nil {
+		return nil, fmt.Errorf("agent: metrics: %w", err)
+	}
+	a.metrics = m
 	a.vmis = virtinformers.NewSharedInformerFactoryWithOptions(deps.Virt, 0,
 		virtinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = labels.Set{v1.NodeNameLabel: cfg.NodeName}.String()
@@ -274,6 +274,23 @@ func (a *Agent) domain(uid string) *domain {
 		a.domains[uid] = d
 	}
 	return d
+}
+
+// connectedDomains counts the domains with an open QMP connection.
+func (a *Agent) connectedDomains() int {
+	a.mu.Lock()
+	ds := make([]*domain, 0, len(a.domains))
+	for _, d := range a.domains {
+		ds = append(ds, d)
+	}
+	a.mu.Unlock()
+	n := 0
+	for _, d := range ds {
+		if d.view().QMPConnected {
+			n++
+		}
+	}
+	return n
 }
 
 // dropDomain closes and forgets the runtime of uid.

@@ -17,8 +17,9 @@ type agentMetrics struct {
 }
 
 // newAgentMetrics creates the agent's metrics and registers them, with the
-// store's file size, on reg (nil: not exported).
-func newAgentMetrics(reg prometheus.Registerer, node, dbPath string) (*agentMetrics, error) {
+// store's file size and the number of QMP-connected domains (connected),
+// on reg (nil: not exported).
+func newAgentMetrics(reg prometheus.Registerer, node, dbPath string, connected func() int) (*agentMetrics, error) {
 	constLabels := prometheus.Labels{"node": node}
 	m := &agentMetrics{
 		reconcile: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -48,7 +49,13 @@ func newAgentMetrics(reg prometheus.Registerer, node, dbPath string) (*agentMetr
 		}
 		return float64(fi.Size())
 	})
-	for _, c := range []prometheus.Collector{m.reconcile, m.qmp, storeSize} {
+	domains := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "nodevirt_agent_domains_connected",
+		Help: "Domains whose QEMU the agent holds a QMP connection to. After an agent " +
+			"restart it climbs back to the number of running VMs as they are re-adopted.",
+		ConstLabels: constLabels,
+	}, func() float64 { return float64(connected()) })
+	for _, c := range []prometheus.Collector{m.reconcile, m.qmp, storeSize, domains} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

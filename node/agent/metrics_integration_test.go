@@ -70,6 +70,9 @@ func TestMetrics_Integration(t *testing.T) {
 	if _, ok := sample(before, "kubevirt_vmi_vcpu_seconds_total", with("id", "0")); !ok {
 		t.Errorf("no kubevirt_vmi_vcpu_seconds_total for vCPU 0")
 	}
+	if n, ok := sample(before, "nodevirt_agent_domains_connected", map[string]string{"node": testNode}); !ok || n != 1 {
+		t.Errorf("nodevirt_agent_domains_connected = %v, %v; want 1", n, ok)
+	}
 	if n, ok := sample(before, "kubevirt_vmi_phase_count", map[string]string{"node": testNode, "phase": "Running"}); !ok || n < 1 {
 		t.Errorf("kubevirt_vmi_phase_count{phase=Running} = %v, %v", n, ok)
 	}
