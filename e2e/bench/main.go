@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/e2e/localcluster"
+)
+
+// allScenarios in run order.
+var allScenarios = []string{"single", "pause", "overhead", "burst", "restart", "controller"}
+
+var getOpts = metav1.GetOptions{}
+
+// Settings are the run's parameters (flags).
+type Settings struct {
+	Scenarios      []string      `json:"scenarios"`
+	SingleRuns     int           `json:"singleRuns"`
+	PauseCycles    int           `json:"pauseCycles"`
+	Burst          int           `json:"burst"`
+	BurstInterval  time.Duration `json:"burstInterval"`
+	OverheadAt     []int         `json:"overheadAt"`
+	ControllerVMIs int           `json:"controllerVMIs"`
+}
+
+func (s Settings) String() string {
+	at := make([]string, len(s.OverheadAt))
+	for i, n := range s.OverheadAt {
+		at[i] = strconv.Itoa(n)
+	}
+	return fmt.Sprintf("scenarios %s; single runs %d; pause cycles %d; burst %d VMIs %v apart; overhead at %s VMs; controller %d VMIs",
+		strings.Join(s.Scenarios, ","), s.SingleRuns, s.PauseCycles, s.Burst, s.BurstInterval, strings.Join(at, "/"), s.ControllerVMIs)
+}
+
+func (s Settings) has(sc string) bool { return slices.Contains(s.Scenarios, sc) }
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var s Settings
+	only := flag.String("only", strings.Join(allScenarios, ","), "comma-separated scenarios to run: "+strings.Join(allScenarios, ","))
+	flag.IntVar(&s.SingleRuns, "single-runs", 5, "VMIs the single scenario boots one after another")
+	flag.IntVar(&s.PauseCycles, "pause-cycles", 200, "pause/unpause cycles")
+	flag.IntVar(&s.Burst, "burst", 100, "VMIs of the burst (also the overhead's largest count and the restart's VMs)")
+	flag.DurationVar(&s.BurstInterval, "burst-interval", 100*time.Millisecond, "time between the burst's creations")
+	overheadAt := flag.String("overhead-at", "1,20", "VM counts to measure overhead at before the burst (the burst adds its own count)")
+	flag.IntVar(&s.ControllerVMIs, "controller-vmis", 8000, "VMIs of the controller scale scenario")
+	out := flag.String("out", "", "directory for the reports (default <repo>/_output/bench)")
+	docs := flag.Bool("docs", false, "also write docs/benchmarks.md and docs/benchmarks.json")
+	keep := flag.Bool("keep", false, "leave a cluster this run started running")
+	flag.Parse()
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	for _, sc := range strings.Split(*only, ",") {
+		if sc = strings.TrimSpace(sc); sc != "" {
+			if !slices.Contains(allScenarios, sc) {
+				return fmt.Errorf("-only: unknown scenario %q (have %s)", sc, strings.Join(allScenarios, ","))
+			}
+			s.Scenarios = append(s.Scenarios, sc)
+		}
+	}
+	for _, f := range strings.Split(*overheadAt, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-overhead-at: %q is not a VM count", f)
+		}
+		s.OverheadAt = append(s.OverheadAt, n)
+	}
+	if s.has("overhead") {
+		s.OverheadAt = append(s.OverheadAt, s.Burst)
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("the benchmark needs root (the local cluster, /proc of every pod)")
+	}
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	lockCtx, lockCancel := context.WithTimeout(ctx, localcluster.LockWait)
+	unlock, err := localcluster.Lock(lockCtx)
+	lockCancel()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	began := time.Now()
+	e, stop, err := setUp(ctx, log, *keep)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	r := &Report{Date: began, Settings: s}
+	r.Commit, r.Dirty = gitCommit(ctx, e.root)
+	r.Machine = describeMachine(ctx, e)
+
+	runErr := runScenarios(ctx, e, r, s)
+	if runErr != nil {
+		r.Errors = append(r.Errors, runErr.Error())
+	}
+	r.Duration = time.Since(began).Round(time.Second).String()
+	dir := *out
+	if dir == "" {
+		dir = filepath.Join(e.root, "_output", "bench")
+	}
+	paths, err := writeReports(r, dir, *docs, e.root)
+	if err != nil {
+		return errors.Join(runErr, err)
+	}
+	for _, p := range paths {
+		log.Info("report written", "path", p)
+	}
+	return runErr
+}
+
+// runScenarios runs the selected scenarios in order; the first error ends
+// the run (the cluster's state is then unknown).
+func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
+	cleanUp := func() error {
+		err := e.deleteVMIs(ctx)
+		e.vmis.forget()
+		return err
+	}
+	if s.has("single") || s.has("pause") {
+		runs := s.SingleRuns
+		if !s.has("single") {
+			runs = 1
+		}
+		name, err := runSingle(ctx, e, r, runs)
+		if err != nil {
+			return fmt.Errorf("single: %w", err)
+		}
+		if s.has("pause") {
+			if err := runPause(ctx, e, r, name, s.PauseCycles); err != nil {
+				return fmt.Errorf("pause: %w", err)
+			}
+		}
+		if err := cleanUp(); err != nil {
+			return err
+		}
+	}
+	var agentIdle int64
+	if s.has("overhead") {
+		time.Sleep(5 * time.Second)
+		var err error
+		if agentIdle, err = e.agentRSS(ctx); err != nil {
+			return fmt.Errorf("overhead: %w", err)
+		}
+		have := 0
+		for _, n := range s.OverheadAt[:len(s.OverheadAt)-1] {
+			if _, err := createPaused(ctx, e, "overhead", have, n, 0); err != nil {
+				return fmt.Errorf("overhead: %w", err)
+			}
+			have = n
+			if err := e.vmis.waitCount(ctx, "phase="+string(v1.Running), n, 20*time.Minute); err != nil {
+				return fmt.Errorf("overhead: %w", err)
+			}
+			if err := measureOverhead(ctx, e, r, n, agentIdle); err != nil {
+				return fmt.Errorf("overhead at %d VMs: %w", n, err)
+			}
+		}
+		if err := cleanUp(); err != nil {
+			return err
+		}
+	}
+	if s.has("burst") || s.has("restart") || s.has("overhead") {
+		if err := runBurst(ctx, e, r, s.Burst, s.BurstInterval); err != nil {
+			return fmt.Errorf("burst: %w", err)
+		}
+		if s.has("overhead") {
+			if err := measureOverhead(ctx, e, r, s.Burst, agentIdle); err != nil {
+				return fmt.Errorf("overhead at %d VMs: %w", s.Burst, err)
+			}
+		}
+		if s.has("restart") {
+			if err := runRestart(ctx, e, r, s.Burst); err != nil {
+				return fmt.Errorf("restart: %w", err)
+			}
+		}
+		if err := cleanUp(); err != nil {
+			return err
+		}
+	}
+	if s.has("controller") {
+		if err := runController(ctx, e, r, s.ControllerVMIs, 32); err != nil {
+			return fmt.Errorf("controller: %w", err)
+		}
+		if err := cleanUp(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeReports writes the markdown and JSON reports into dir, named by
+// the run's date, plus latest.{md,json}, and with docs also
+// docs/benchmarks.{md,json}.
+func writeReports(r *Report, dir string, docs bool, root string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	stamp := r.Date.UTC().Format("20060102-150405")
+	bases := []string{filepath.Join(dir, "report-"+stamp), filepath.Join(dir, "latest")}
+	if docs {
+		bases = append(bases, filepath.Join(root, "docs", "benchmarks"))
+	}
+	var paths []string
+	for _, base := range bases {
+		for _, w := range []struct {
+			ext   string
+			write func(*os.File) error
+		}{
+			{".md", func(f *os.File) error { return r.WriteMarkdown(f) }},
+			{".json", func(f *os.File) error { return r.WriteJSON(f) }},
+		} {
+			path := base + w.ext
+			f, err := os.Create(path)
+			if err != nil {
+				return paths, err
+			}
+			err = w.write(f)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return paths, fmt.Errorf("%s: %w", path, err)
+			}
+			paths = append(paths, path)
+		}
+	}
+	return paths, nil
+}

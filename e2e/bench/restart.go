@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+)
+
+// runRestart SIGKILLs the agent process while the n VMIs of the benchmark
+// namespace run and measures how long the restarted agent takes to hold a
+// QMP connection to every VM again (nodevirt_agent_domains_connected), and
+// how many VMs were disturbed: QEMU replaced, a phase or condition change
+// seen in the API server, or QEMU no longer in the run state it had.
+func runRestart(ctx context.Context, e *env, r *Report, n int) error {
+	const sc = "restart"
+	vmis, err := e.virt.KubevirtV1().VirtualMachineInstances(benchNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list VMIs: %w", err)
+	}
+	if len(vmis.Items) != n {
+		return fmt.Errorf("%d VMIs in %s, want %d", len(vmis.Items), benchNamespace, n)
+	}
+	type before struct {
+		qemu     int
+		runState string
+	}
+	was := map[string]before{}
+	for i := range vmis.Items {
+		vmi := &vmis.Items[i]
+		pid, err := e.qemuPid(ctx, vmi)
+		if err != nil {
+			return err
+		}
+		st, err := e.qmpStatus(ctx, vmi.Name)
+		if err != nil {
+			return err
+		}
+		was[vmi.Name] = before{pid, st}
+	}
+	pod, err := e.agentPod(ctx)
+	if err != nil {
+		return err
+	}
+	old, err := podProcess(string(pod.UID), agentProcess)
+	if err != nil {
+		return err
+	}
+
+	killed := time.Now()
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("SIGKILL agent pid %d: %w", old, err)
+	}
+	e.log.Info("agent SIGKILLed", "pid", old, "vms", n)
+	var started, healthy, adopted time.Time
+	if err := poll(ctx, 5*time.Minute, 20*time.Millisecond, "a new agent process", func() (bool, error) {
+		pid, err := podProcess(string(pod.UID), agentProcess)
+		started = time.Now()
+		return err == nil && pid != old, err
+	}); err != nil {
+		return err
+	}
+	ip := pod.Status.PodIP
+	if err := poll(ctx, 2*time.Minute, 20*time.Millisecond, "the new agent's /healthz", func() (bool, error) {
+		healthy = time.Now()
+		return e.healthy(ctx, ip)
+	}); err != nil {
+		return err
+	}
+	if err := poll(ctx, 5*time.Minute, 100*time.Millisecond, fmt.Sprintf("%d VMs re-adopted", n), func() (bool, error) {
+		fams, err := e.agentMetrics(ctx, ip)
+		adopted = time.Now()
+		if err != nil {
+			return false, err
+		}
+		c, ok := gauge(fams, "nodevirt_agent_domains_connected")
+		return ok && int(c) >= n, fmt.Errorf("%v of %d connected", c, n)
+	}); err != nil {
+		return err
+	}
+	e.log.Info("agent restarted", "process", started.Sub(killed), "healthz", healthy.Sub(killed), "adopted", adopted.Sub(killed))
+
+	time.Sleep(10 * time.Second) // time for a disturbance to show
+	var disturbed []string
+	for name, b := range was {
+		var why []string
+		vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(benchNamespace).Get(ctx, name, getOpts)
+		if err != nil {
+			return fmt.Errorf("VMI %s: %w", name, err)
+		}
+		if pid, err := e.qemuPid(ctx, vmi); err != nil || pid != b.qemu {
+			why = append(why, fmt.Sprintf("QEMU pid %d → %d (%v)", b.qemu, pid, err))
+		}
+		if st, err := e.qmpStatus(ctx, name); err != nil || st != b.runState {
+			why = append(why, fmt.Sprintf("run state %s → %s (%v)", b.runState, st, err))
+		}
+		for _, tr := range e.vmis.transitionsSince(name, killed) {
+			why = append(why, fmt.Sprintf("%s→%v", tr.Key, tr.On))
+		}
+		if vmi.Status.Phase != v1.Running {
+			why = append(why, "phase "+string(vmi.Status.Phase))
+		}
+		if len(why) > 0 {
+			disturbed = append(disturbed, name+": "+strings.Join(why, ", "))
+		}
+	}
+	r.add(
+		summarize(sc, "SIGKILL → new agent process (kubelet restarts the container)", "s", []float64{started.Sub(killed).Seconds()}),
+		summarize(sc, "SIGKILL → agent /healthz answers", "s", []float64{healthy.Sub(killed).Seconds()}),
+		summarize(sc, "new agent process → every VM re-adopted", "s", []float64{adopted.Sub(started).Seconds()}),
+		summarize(sc, "SIGKILL → every VM re-adopted", "s", []float64{adopted.Sub(killed).Seconds()}),
+		summarize(sc, "VMs disturbed", "VMs", []float64{float64(len(disturbed))}),
+	)
+	r.note(sc, "%d VMs (the burst's, paused). Re-adopted = the new agent's nodevirt_agent_domains_connected (QMP connections held) reached %d, polled on /metrics every 100 ms. Disturbed = QEMU pid changed, QMP run state changed, any phase/condition change seen through the API server since the kill, or phase not Running 10 s after re-adoption.", n, n)
+	for _, d := range disturbed {
+		r.note(sc, "disturbed: %s", d)
+	}
+	return nil
+}
+
+// qemuPid is the host pid of the VMI's QEMU.
+func (e *env) qemuPid(ctx context.Context, vmi *v1.VirtualMachineInstance) (int, error) {
+	pod, err := e.launcherPod(ctx, string(vmi.UID))
+	if err != nil {
+		return 0, err
+	}
+	ps, err := podProcs(string(pod.UID))
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range ps {
+		if strings.HasPrefix(p.Comm, "qemu-system") {
+			return p.PID, nil
+		}
+	}
+	return 0, fmt.Errorf("VMI %s: no QEMU in pod %s", vmi.Name, pod.Name)
+}
+
+// qmpStatus asks QEMU for its run state (query-status) through the node
+// API's debug route.
+func (e *env) qmpStatus(ctx context.Context, name string) (string, error) {
+	body := bytes.NewBufferString(`{"execute":"query-status"}`)
+	url := "http://node/nodectl/v1/qmp?vmi=" + benchNamespace + "/" + name
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := e.nodeAPI.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("query-status %s: %w", name, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("query-status %s: HTTP %d: %s", name, resp.StatusCode, b)
+	}
+	var out struct {
+		Return struct {
+			Status string `json:"status"`
+		} `json:"return"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return "", fmt.Errorf("query-status %s: %w", name, err)
+	}
+	return out.Return.Status, nil
+}
+
+// healthy reports whether the agent at podIP answers /healthz with 200.
+func (e *env) healthy(ctx context.Context, podIP string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(podIP, agentMetricsPort)+"/healthz", nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := e.http.Do(req)
+	if err != nil {
+		return false, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK, fmt.Errorf("/healthz: HTTP %d", resp.StatusCode)
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+)
+
+// readyMarker is what the test guest prints on its console once init runs.
+const readyMarker = "NODEVIRT-GUEST-READY"
+
+// runSingle boots one VMI at a time on the idle node, runs times, and
+// measures creation → Running, → the guest's ready marker, →
+// AgentConnected. It leaves the last VMI running and returns its name.
+func runSingle(ctx context.Context, e *env, r *Report, runs int) (string, error) {
+	const sc = "single"
+	var running, ready, agent []time.Duration
+	defer func() {
+		r.add(
+			summarize(sc, "creation → Running", "s", seconds(running)),
+			summarize(sc, "creation → guest ready marker on the console", "s", seconds(ready)),
+			summarize(sc, "creation → AgentConnected", "s", seconds(agent)),
+		)
+	}()
+	var name string
+	for i := range runs {
+		if name != "" {
+			if err := e.deleteVMIs(ctx); err != nil {
+				return "", err
+			}
+			e.vmis.forget()
+		}
+		name = fmt.Sprintf("single-%d", i)
+		vmi, err := newVMI(bootVMI, name)
+		if err != nil {
+			return "", err
+		}
+		start, err := e.createVMI(ctx, vmi)
+		if err != nil {
+			return "", err
+		}
+		at, err := e.vmis.waitFirst(ctx, name, "phase="+string(v1.Running), 3*time.Minute)
+		if err != nil {
+			return "", err
+		}
+		running = append(running, at.Sub(start))
+		if at, err = e.waitConsole(ctx, name, readyMarker, 2*time.Minute); err != nil {
+			return "", err
+		}
+		ready = append(ready, at.Sub(start))
+		if at, err = e.vmis.waitFirst(ctx, name, string(v1.VirtualMachineInstanceAgentConnected), 2*time.Minute); err != nil {
+			return "", err
+		}
+		agent = append(agent, at.Sub(start))
+		e.log.Info("single VMI", "run", i, "running", running[i], "ready", ready[i], "agentConnected", agent[i])
+	}
+	r.note(sc, "The VMI of deploy/examples/vm.yaml (kernelBoot of the test guest, 128 MiB, masquerade NIC, cloud-init), created and deleted %d times; the guest boots under TCG.", runs)
+	return name, nil
+}
+
+// waitConsole polls the VMI's serial log on the host (the launcher pod's
+// sockets emptyDir) until it holds marker and returns when it was seen.
+func (e *env) waitConsole(ctx context.Context, name, marker string, timeout time.Duration) (time.Time, error) {
+	vmi, err := e.virt.KubevirtV1().VirtualMachineInstances(benchNamespace).Get(ctx, name, getOpts)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("VMI %s: %w", name, err)
+	}
+	pod, err := e.launcherPod(ctx, string(vmi.UID))
+	if err != nil {
+		return time.Time{}, err
+	}
+	log := filepath.Join(e.emptyDir(string(pod.UID), "sockets"), "serial.log")
+	var at time.Time
+	err = poll(ctx, timeout, 20*time.Millisecond, fmt.Sprintf("%s on VMI %s's console", marker, name), func() (bool, error) {
+		b, err := os.ReadFile(log)
+		if err != nil {
+			return false, err
+		}
+		at = time.Now()
+		return bytes.Contains(b, []byte(marker)), nil
+	})
+	return at, err
+}
