@@ -15,7 +15,8 @@ import (
 // describeMachine gathers what the report says about the machine.
 func describeMachine(ctx context.Context, e *env) Machine {
 	m := Machine{CPUs: runtime.NumCPU(), CPU: procField("/proc/cpuinfo", "model name")}
-	if kb, err := strconv.ParseInt(strings.Fields(procField("/proc/meminfo", "MemTotal")+" 0")[0], 10, 64); err == nil {
+	// MemTotal: "24684032 kB"
+	if kb, err := strconv.ParseInt(strings.TrimSuffix(procField("/proc/meminfo", "MemTotal"), " kB"), 10, 64); err == nil {
 		m.MemoryMiB = kb / 1024
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {

@@ -42,8 +42,42 @@ func (s Settings) String() string {
 	for i, n := range s.OverheadAt {
 		at[i] = strconv.Itoa(n)
 	}
-	return fmt.Sprintf("scenarios %s; single runs %d; pause cycles %d; burst %d VMIs %v apart; overhead at %s VMs; controller %d VMIs",
-		strings.Join(s.Scenarios, ","), s.SingleRuns, s.PauseCycles, s.Burst, s.BurstInterval, strings.Join(at, "/"), s.ControllerVMIs)
+	return fmt.Sprintf("scenarios %s; single runs %d; pause cycles %d; burst %d VMIs %v apart; overhead at %s/%d VMs; controller %d VMIs",
+		strings.Join(s.Scenarios, ","), s.SingleRuns, s.PauseCycles, s.Burst, s.BurstInterval, strings.Join(at, "/"), s.Burst, s.ControllerVMIs)
+}
+
+// Validate checks the settings, naming the flag of a bad one.
+func (s Settings) Validate() error {
+	var errs []error
+	if len(s.Scenarios) == 0 {
+		errs = append(errs, errors.New("-only: no scenario"))
+	}
+	for _, sc := range s.Scenarios {
+		if !slices.Contains(allScenarios, sc) {
+			errs = append(errs, fmt.Errorf("-only: unknown scenario %q (have %s)", sc, strings.Join(allScenarios, ",")))
+		}
+	}
+	if s.SingleRuns < 1 {
+		errs = append(errs, fmt.Errorf("-single-runs %d: want at least 1", s.SingleRuns))
+	}
+	if s.PauseCycles < 1 {
+		errs = append(errs, fmt.Errorf("-pause-cycles %d: want at least 1", s.PauseCycles))
+	}
+	if s.Burst < 1 {
+		errs = append(errs, fmt.Errorf("-burst %d: want at least 1", s.Burst))
+	}
+	if s.BurstInterval < 0 {
+		errs = append(errs, fmt.Errorf("-burst-interval %v: must not be negative", s.BurstInterval))
+	}
+	for _, n := range s.OverheadAt {
+		if n < 1 {
+			errs = append(errs, fmt.Errorf("-overhead-at %d: want at least 1 VM", n))
+		}
+	}
+	if s.ControllerVMIs < 1 {
+		errs = append(errs, fmt.Errorf("-controller-vmis %d: want at least 1", s.ControllerVMIs))
+	}
+	return errors.Join(errs...)
 }
 
 func (s Settings) has(sc string) bool { return slices.Contains(s.Scenarios, sc) }
@@ -62,50 +96,65 @@ func run() error {
 	flag.IntVar(&s.PauseCycles, "pause-cycles", 200, "pause/unpause cycles")
 	flag.IntVar(&s.Burst, "burst", 100, "VMIs of the burst (also the overhead's largest count and the restart's VMs)")
 	flag.DurationVar(&s.BurstInterval, "burst-interval", 100*time.Millisecond, "time between the burst's creations")
-	overheadAt := flag.String("overhead-at", "1,20", "VM counts to measure overhead at before the burst (the burst adds its own count)")
+	overheadAt := flag.String("overhead-at", "1,20", "VM counts to measure overhead at before the burst (then again at the burst's count)")
 	flag.IntVar(&s.ControllerVMIs, "controller-vmis", 8000, "VMIs of the controller scale scenario")
 	out := flag.String("out", "", "directory for the reports (default <repo>/_output/bench)")
 	docs := flag.Bool("docs", false, "also write docs/benchmarks.md and docs/benchmarks.json")
 	keep := flag.Bool("keep", false, "leave a cluster this run started running")
 	flag.Parse()
 
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	for _, sc := range strings.Split(*only, ",") {
 		if sc = strings.TrimSpace(sc); sc != "" {
-			if !slices.Contains(allScenarios, sc) {
-				return fmt.Errorf("-only: unknown scenario %q (have %s)", sc, strings.Join(allScenarios, ","))
-			}
 			s.Scenarios = append(s.Scenarios, sc)
 		}
 	}
 	for _, f := range strings.Split(*overheadAt, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
+		if err != nil {
 			return fmt.Errorf("-overhead-at: %q is not a VM count", f)
 		}
 		s.OverheadAt = append(s.OverheadAt, n)
 	}
-	if s.has("overhead") {
-		s.OverheadAt = append(s.OverheadAt, s.Burst)
+	if err := s.Validate(); err != nil {
+		return err
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("the benchmark needs root (the local cluster, /proc of every pod)")
-	}
-
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	_, err := bench(ctx, log, s, options{out: *out, docs: *docs, keep: *keep})
+	return err
+}
+
+// options say where the reports go and what happens to a cluster the run
+// started.
+type options struct {
+	out  string // report directory; "" means <repo>/_output/bench
+	docs bool   // also write docs/benchmarks.{md,json}
+	keep bool   // leave a cluster this run started running
+}
+
+// bench takes the cluster lock, sets the cluster up, runs the scenarios
+// of s and writes the reports. The error is the first scenario error (the
+// report records it too) or a setup or write error.
+func bench(ctx context.Context, log *slog.Logger, s Settings, o options) (*Report, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("the benchmark needs root (the local cluster, /proc of every pod)")
+	}
 	lockCtx, lockCancel := context.WithTimeout(ctx, localcluster.LockWait)
 	unlock, err := localcluster.Lock(lockCtx)
 	lockCancel()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unlock()
 
 	began := time.Now()
-	e, stop, err := setUp(ctx, log, *keep)
+	e, stop, err := setUp(ctx, log, o.keep)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer stop()
 	r := &Report{Date: began, Settings: s}
@@ -117,18 +166,18 @@ func run() error {
 		r.Errors = append(r.Errors, runErr.Error())
 	}
 	r.Duration = time.Since(began).Round(time.Second).String()
-	dir := *out
+	dir := o.out
 	if dir == "" {
 		dir = filepath.Join(e.root, "_output", "bench")
 	}
-	paths, err := writeReports(r, dir, *docs, e.root)
+	paths, err := writeReports(r, dir, o.docs, e.root)
 	if err != nil {
-		return errors.Join(runErr, err)
+		return r, errors.Join(runErr, err)
 	}
 	for _, p := range paths {
 		log.Info("report written", "path", p)
 	}
-	return runErr
+	return r, runErr
 }
 
 // runScenarios runs the selected scenarios in order; the first error ends
@@ -165,7 +214,7 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 			return fmt.Errorf("overhead: %w", err)
 		}
 		have := 0
-		for _, n := range s.OverheadAt[:len(s.OverheadAt)-1] {
+		for _, n := range s.OverheadAt {
 			if _, err := createPaused(ctx, e, "overhead", have, n, 0); err != nil {
 				return fmt.Errorf("overhead: %w", err)
 			}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nodevirt/nodevirt/e2e/localcluster"
+)
+
+// TestBenchSmoke runs every scenario with tiny counts on the local
+// cluster: the benchmark must keep working (it fails on an error, never
+// on a figure). make bench runs the real sizes.
+func TestBenchSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("benchmark smoke run skipped in -short mode")
+	}
+	missing, err := localcluster.MissingPrereqs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range missing {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s missing (make %s)", m.What, m.Target)
+		}
+		t.Skipf("%s missing: run make %s (or make test)", m.What, m.Target)
+	}
+	s := Settings{
+		Scenarios:      allScenarios,
+		SingleRuns:     1,
+		PauseCycles:    3,
+		Burst:          3,
+		BurstInterval:  100 * time.Millisecond,
+		OverheadAt:     []int{1},
+		ControllerVMIs: 20,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 35*time.Minute) // the lock may be held by the acceptance suite
+	defer cancel()
+	dir := t.TempDir()
+	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	r, err := bench(ctx, log, s, options{out: dir, keep: os.Getenv("NODEVIRT_E2E_KEEP") == "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range allScenarios {
+		fs := r.figuresOf(sc)
+		if len(fs) == 0 {
+			t.Errorf("scenario %s: no figures", sc)
+		}
+		for _, f := range fs {
+			if f.N == 0 {
+				t.Errorf("scenario %s: figure %q has no samples", sc, f.Name)
+			}
+		}
+	}
+	for _, f := range []string{"latest.md", "latest.json"} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("report %s: %v", f, err)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "latest.md"))
+	t.Logf("report:\n%s", md)
+}
+
+// testWriter sends log lines to t.Log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}

@@ -1,0 +1,45 @@
+package localcluster
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// Prereq is something a test on the local cluster needs and the make
+// target that provides it.
+type Prereq struct {
+	What   string
+	Target string
+}
+
+// MissingPrereqs lists what is missing on this host for tests that bring
+// up the local cluster and deploy nodevirt on it: root, the Kubernetes
+// binaries, nodevirt's and the test guest's images, containerd.
+func MissingPrereqs() ([]Prereq, error) {
+	var missing []Prereq
+	if os.Geteuid() != 0 {
+		missing = append(missing, Prereq{"root", "test as root"})
+	}
+	out, err := OutDir()
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range []Prereq{
+		{filepath.Join(out, "k8s", "bin", "kubelet"), "cluster-binaries"},
+		{filepath.Join(out, "k8s", "bin", "kubectl"), "cluster-binaries"},
+		{filepath.Join(out, "images", "nodevirt-agent.tar"), "images"},
+		{filepath.Join(out, "images", "nodevirt-controller.tar"), "images"},
+		{filepath.Join(out, "images", "nodevirt-launcher.tar"), "images"},
+		{filepath.Join(out, "images", "guest-kernel.tar"), "images"},
+		{filepath.Join(out, "images", "guest-disk.tar"), "images"},
+	} {
+		if _, err := os.Stat(f.What); err != nil {
+			missing = append(missing, f)
+		}
+	}
+	if _, err := exec.LookPath("containerd"); err != nil {
+		missing = append(missing, Prereq{"containerd", "cluster-packages"})
+	}
+	return missing, nil
+}
