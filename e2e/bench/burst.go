@@ -44,6 +44,6 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval time.Durat
 		summarize(sc, "creation → Scheduled (launcher pod bound to the node)", "s", seconds(scheduled)),
 		summarize(sc, fmt.Sprintf("first creation → all %d Running", n), "s", []float64{last.Sub(first).Seconds()}),
 	)
-	r.note(sc, "%d VMIs, startStrategy Paused, containerDisk (the test guest's disk image), masquerade NIC, 64 MiB guest memory, created %v apart on one node; all Running %v after the first creation.", n, interval, all.Round(100*time.Millisecond))
+	r.note(sc, "%d VMIs, startStrategy Paused, containerDisk (the test guest's disk image), masquerade NIC, 64 MiB guest memory, CPU request 5m (the default 100m per vCPU fits only 16 such pods on this 2-core node), created %v apart on one node; all Running %v after the first creation.", n, interval, all.Round(100*time.Millisecond))
 	return nil
 }
