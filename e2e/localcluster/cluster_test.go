@@ -114,6 +114,9 @@ func killDaemon(t *testing.T, c *Cluster, name string) {
 // stops it if the test did not.
 func startCluster(t *testing.T, nodes int) *Cluster {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("local cluster tests skipped in -short mode")
+	}
 	out := requirePrereqs(t)
 	unlock, err := Lock(testContext(t, LockWait))
 	if err != nil {
