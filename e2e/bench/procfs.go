@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/nodevirt/nodevirt/node/metrics"
 )
 
 // proc is one host process.
@@ -47,22 +49,8 @@ func podProcs(podUID string) ([]proc, error) {
 	return out, nil
 }
 
-// rss is the resident set size of pid in bytes (/proc/<pid>/statm).
-func rss(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", pid))
-	if err != nil {
-		return 0, err
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0, fmt.Errorf("/proc/%d/statm: %q", pid, b)
-	}
-	pages, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("/proc/%d/statm: %w", pid, err)
-	}
-	return pages * int64(os.Getpagesize()), nil
-}
+// rss is the resident set size of pid in bytes.
+func rss(pid int) (int64, error) { return metrics.ProcessRSS("/proc", pid) }
 
 // guestRAMResident is how much of the guest's RAM QEMU pid has touched:
 // the Rss of its anonymous mapping of the guest memory size.
