@@ -42,8 +42,13 @@ func run() error {
 		dbPath     = flag.String("db", "/var/lib/nodevirt/agent.db", "the agent's bbolt file")
 		hostRoot   = flag.String("host-root", "/", "the host's root, for the KVM check")
 		logLevel   = flag.String("log-level", "info", "debug, info, warn or error")
-		af         apiFlags
-		mf         metricsFlags
+		// A node agent writes the status of every VM on its node, like the
+		// kubelet for pods: client-go's default of 5 requests/s would
+		// queue a busy node's status patches behind each other.
+		qps   = flag.Float64("kube-api-qps", 50, "API requests per second (the kubelet's default)")
+		burst = flag.Int("kube-api-burst", 100, "API request burst (the kubelet's default)")
+		af    apiFlags
+		mf    metricsFlags
 	)
 	flag.StringVar(&mf.addr, "metrics-addr", ":8443", "Prometheus /metrics and /healthz listen address; empty disables it")
 	flag.StringVar(&mf.tlsCert, "metrics-tls-cert", "", "serve /metrics over HTTPS with this certificate (with --metrics-tls-key)")
@@ -86,6 +91,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	rc.QPS, rc.Burst = float32(*qps), *burst
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
