@@ -23,15 +23,21 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval time.Durat
 		return err
 	}
 	all := time.Since(first)
-	var scheduled, running []time.Duration
+	var scheduling, scheduled, running []time.Duration
 	var last time.Time
 	for name, at := range created {
-		s, ok1 := e.vmis.first(name, "phase="+string(v1.Scheduled))
-		run, ok2 := e.vmis.first(name, "phase="+string(v1.Running))
-		if !ok1 || !ok2 {
-			return fmt.Errorf("VMI %s: Scheduled or Running not observed", name)
+		run, ok := e.vmis.first(name, "phase="+string(v1.Running))
+		if !ok {
+			return fmt.Errorf("VMI %s: Running not observed", name)
 		}
-		scheduled = append(scheduled, s.Sub(at))
+		// The watch sees every write, but a phase the writer skipped is
+		// not there to see.
+		if sg, ok := e.vmis.first(name, "phase="+string(v1.Scheduling)); ok {
+			scheduling = append(scheduling, sg.Sub(at))
+		}
+		if s, ok := e.vmis.first(name, "phase="+string(v1.Scheduled)); ok {
+			scheduled = append(scheduled, s.Sub(at))
+		}
 		running = append(running, run.Sub(at))
 		if run.After(last) {
 			last = run
@@ -41,7 +47,8 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval time.Durat
 	creation.KubeVirt = "P50 15–25 s, P95 20–38 s"
 	r.add(
 		creation,
-		summarize(sc, "creation → Scheduled (launcher pod bound to the node)", "s", seconds(scheduled)),
+		summarize(sc, "creation → Scheduling (the controller created the launcher pod)", "s", seconds(scheduling)),
+		summarize(sc, "creation → Scheduled (the launcher pod runs on the node)", "s", seconds(scheduled)),
 		summarize(sc, fmt.Sprintf("first creation → all %d Running", n), "s", []float64{last.Sub(first).Seconds()}),
 	)
 	r.note(sc, "%d VMIs, startStrategy Paused, containerDisk (the test guest's disk image), masquerade NIC, 64 MiB guest memory, CPU request 5m (the default 100m per vCPU fits only 16 such pods on this 2-core node), created %v apart on one node; all Running %v after the first creation.", n, interval, all.Round(100*time.Millisecond))

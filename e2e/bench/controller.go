@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,41 +63,18 @@ func runController(ctx context.Context, e *env, r *Report, n, workers int) error
 // createNowhere creates n unschedulable VMIs with workers concurrent
 // requests.
 func createNowhere(ctx context.Context, e *env, n, workers int) error {
-	next := make(chan int)
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				vmi, err := newVMI(nowhereVMI, fmt.Sprintf("scale-%05d", i))
-				if err == nil {
-					_, err = e.createVMI(ctx, vmi)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
 	}
-	var err error
-feed:
-	for i := range n {
-		select {
-		case next <- i:
-		case err = <-errs:
-			break feed
+	return forEach(ctx, idx, workers, func(i int) error {
+		vmi, err := newVMI(nowhereVMI, fmt.Sprintf("scale-%05d", i))
+		if err != nil {
+			return err
 		}
-	}
-	close(next)
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		err = errors.Join(err, e)
-	}
-	return err
+		_, err = e.createVMI(ctx, vmi)
+		return err
+	})
 }
 
 // controllerPid is the host pid of the leading controller replica.

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -165,23 +166,79 @@ func (e *env) deleteNamespace(ctx context.Context) error {
 	})
 }
 
-// deleteVMIs deletes every VMI of the benchmark namespace and waits until
-// they and their launcher pods are gone.
+// deleteVMIs deletes every VMI of the benchmark namespace, concurrently
+// and one by one (a DeleteCollection of thousands outlasts the API
+// server's request timeout), and waits until they and their launcher pods
+// are gone.
 func (e *env) deleteVMIs(ctx context.Context) error {
-	if err := e.virt.KubevirtV1().VirtualMachineInstances(benchNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		return fmt.Errorf("delete VMIs: %w", err)
+	client := e.virt.KubevirtV1().VirtualMachineInstances(benchNamespace)
+	list, err := client.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return fmt.Errorf("list VMIs: %w", err)
+	}
+	names := make([]string, len(list.Items))
+	for i, vmi := range list.Items {
+		names[i] = vmi.Name
+	}
+	if err := forEach(ctx, names, 32, func(name string) error {
+		err := client.Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete VMI %s: %w", name, err)
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
 	return poll(ctx, 15*time.Minute, time.Second, "VMIs and launcher pods gone", func() (bool, error) {
-		vmis, err := e.virt.KubevirtV1().VirtualMachineInstances(benchNamespace).List(ctx, metav1.ListOptions{})
+		vmis, err := client.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			return false, err
 		}
-		pods, err := e.kube.CoreV1().Pods(benchNamespace).List(ctx, metav1.ListOptions{})
+		pods, err := e.kube.CoreV1().Pods(benchNamespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			return false, err
 		}
 		return len(vmis.Items) == 0 && len(pods.Items) == 0, fmt.Errorf("%d VMIs and %d pods left", len(vmis.Items), len(pods.Items))
 	})
+}
+
+// forEach calls fn for every item with up to workers calls at once and
+// returns the first error (the remaining items are skipped).
+func forEach[T any](ctx context.Context, items []T, workers int, fn func(T) error) error {
+	next := make(chan T)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range next {
+				if err := fn(it); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var err error
+feed:
+	for _, it := range items {
+		select {
+		case next <- it:
+		case err = <-errs:
+			break feed
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		err = errors.Join(err, e)
+	}
+	return err
 }
 
 // createVMI creates vmi in the benchmark namespace and returns the time
