@@ -14,8 +14,13 @@ import (
 	"time"
 )
 
-// Config is what the server scrapes.
+// Config is which Prometheus runs and what it scrapes.
 type Config struct {
+	// Binary is the prometheus executable; "" means prometheus on $PATH
+	// (the Debian package, `make metrics-deps`, which has no Kubernetes
+	// service discovery). promtool is looked up next to Binary, else on
+	// $PATH when Binary is "".
+	Binary string
 	// ScrapeInterval is the global scrape interval and timeout; 0 means 1 s.
 	ScrapeInterval time.Duration
 	// ScrapeConfigs is the YAML list under scrape_configs (items starting
@@ -41,20 +46,15 @@ func StaticScrape(job, target string) string {
 // Start runs Prometheus with cfg until the test ends.
 func Start(t testing.TB, cfg Config) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		msg := "prometheus is not installed (run `make metrics-deps`)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	bin, promtool := binaries(t, cfg.Binary)
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(configYAML(cfg)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	checkConfig(t, cfgPath)
+	if promtool != "" {
+		checkConfig(t, promtool, cfgPath)
+	}
 
 	addr := freeLoopbackAddr(t)
 	s := &Server{
@@ -91,6 +91,31 @@ func Start(t testing.TB, cfg Config) *Server {
 	return s
 }
 
+// binaries returns the prometheus and promtool ("" if absent) to run.
+func binaries(t testing.TB, bin string) (prometheus, promtool string) {
+	t.Helper()
+	if bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			t.Fatalf("prometheus binary: %v", err)
+		}
+		promtool = filepath.Join(filepath.Dir(bin), "promtool")
+		if _, err := os.Stat(promtool); err != nil {
+			promtool = ""
+		}
+		return bin, promtool
+	}
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		msg := "prometheus is not installed (run `make metrics-deps`)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	promtool, _ = exec.LookPath("promtool")
+	return bin, promtool
+}
+
 // configYAML renders the whole configuration file.
 func configYAML(cfg Config) string {
 	iv := cfg.ScrapeInterval
@@ -109,13 +134,9 @@ func promDuration(d time.Duration) string {
 	return fmt.Sprintf("%dms", d/time.Millisecond)
 }
 
-// checkConfig validates the file with promtool when it is installed.
-func checkConfig(t testing.TB, path string) {
+// checkConfig validates the configuration file with promtool.
+func checkConfig(t testing.TB, promtool, path string) {
 	t.Helper()
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, promtool, "check", "config", path).CombinedOutput(); err != nil {
