@@ -12,7 +12,7 @@
 PROMETHEUS_VERSION := 3.7.3
 PROMETHEUS_K8S := $(BIN)/prometheus $(BIN)/promtool
 
-.PHONY: prometheus-k8s
+.PHONY: prometheus-k8s test-metrics-cluster
 
 prometheus-k8s: $(PROMETHEUS_K8S) ## Build Prometheus with Kubernetes service discovery (upstream 3.7.3) into _output/bin (cached).
 
@@ -22,5 +22,11 @@ $(PROMETHEUS_K8S) &: hack/prometheus/go.mod hack/prometheus/go.sum
 		-ldflags '-s -w -X github.com/prometheus/common/version.Version=$(PROMETHEUS_VERSION)' \
 		-o $(BIN)/ github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool
 	@touch $(PROMETHEUS_K8S)
+
+test-metrics-cluster: cluster-packages cluster-binaries images prometheus-k8s ## Run only the in-cluster Prometheus scrape (acceptance extra check, issue 10; reuses a running cluster).
+	$(GO) test $(GOTEST_FLAGS) -v -timeout 40m -run 'TestAcceptance/issue10_' ./e2e/acceptance/
+
+# The acceptance suite's extra check needs it too.
+test-e2e: prometheus-k8s
 
 TEST_PREREQS += prometheus-k8s
