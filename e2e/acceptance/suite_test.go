@@ -85,9 +85,8 @@ func TestAcceptance(t *testing.T) {
 	times := map[int]time.Duration{}
 	results := map[int]string{}
 	for _, sc := range scenarios {
-		name := fmt.Sprintf("%02d_%s", sc.n, sc.name)
 		began := time.Now()
-		ok := t.Run(name, func(t *testing.T) {
+		results[sc.n] = runSub(t, fmt.Sprintf("%02d_%s", sc.n, sc.name), func(t *testing.T) {
 			if m, pending := Pending[sc.n]; pending || sc.run == nil {
 				t.Skipf("pending: %s (issue %d)", m.Piece, m.Issue)
 			}
@@ -95,30 +94,41 @@ func TestAcceptance(t *testing.T) {
 			sc.run(t, s)
 		})
 		times[sc.n] = time.Since(began)
-		switch {
-		case !ok:
-			results[sc.n] = "FAIL"
-		case Pending[sc.n].Piece != "":
+		if _, pending := Pending[sc.n]; pending && results[sc.n] == "skipped" {
 			results[sc.n] = "pending"
-		default:
-			results[sc.n] = "ok"
 		}
 	}
 	var extraLines []string
 	for _, x := range extras {
 		began := time.Now()
-		ok := t.Run(fmt.Sprintf("issue%d_%s", x.issue, x.name), func(t *testing.T) {
+		result := runSub(t, fmt.Sprintf("issue%d_%s", x.issue, x.name), func(t *testing.T) {
 			s.dumpOnFailure(t)
 			x.run(t, s)
 		})
-		result := "ok"
-		if !ok {
-			result = "FAIL"
-		}
 		extraLines = append(extraLines, fmt.Sprintf("  issue %d %-20s %-8s %v", x.issue, x.name, result,
 			time.Since(began).Round(100*time.Millisecond)))
 	}
 	report(t, times, results, extraLines, time.Since(start))
+}
+
+// runSub runs f as subtest name and says how it ended: ok, FAIL, skipped,
+// or "not run" (filtered out by -run).
+func runSub(t *testing.T, name string, f func(t *testing.T)) string {
+	ran, skipped := false, false
+	ok := t.Run(name, func(t *testing.T) {
+		ran = true
+		defer func() { skipped = t.Skipped() }()
+		f(t)
+	})
+	switch {
+	case !ok:
+		return "FAIL"
+	case !ran:
+		return "not run"
+	case skipped:
+		return "skipped"
+	}
+	return "ok"
 }
 
 // dumpOnFailure dumps the cluster state when t fails.
