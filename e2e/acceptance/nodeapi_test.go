@@ -98,28 +98,46 @@ func (s *suite) vmiAction(t *testing.T, vmi *v1.VirtualMachineInstance, action s
 // guest-exec.
 func (s *suite) guestUptime(t *testing.T, vmi *v1.VirtualMachineInstance) float64 {
 	t.Helper()
-	path := "/nodectl/v1/agent?vmi=" + namespace + "/" + vmi.Name
+	_, out := s.guestExec(t, vmi, 10*time.Second, "/bin/cat", "/proc/uptime")
+	f := strings.Fields(out)
+	if len(f) == 0 {
+		t.Fatalf("guest /proc/uptime: %q", out)
+	}
+	up, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		t.Fatalf("guest /proc/uptime %q: %v", out, err)
+	}
+	return up
+}
+
+// guestExec runs path with args in the guest through the guest agent's
+// guest-exec (the node API's QGA passthrough), waits up to timeout for it
+// to exit and returns its exit code and standard output.
+func (s *suite) guestExec(t *testing.T, vmi *v1.VirtualMachineInstance, timeout time.Duration, path string, args ...string) (int, string) {
+	t.Helper()
+	api := "/nodectl/v1/agent?vmi=" + namespace + "/" + vmi.Name
 	var started struct {
 		Return struct {
 			PID int `json:"pid"`
 		} `json:"return"`
 	}
-	code, body, err := s.nodeAPI(t, vmi.Status.NodeName, http.MethodPost, path, map[string]any{
+	code, body, err := s.nodeAPI(t, vmi.Status.NodeName, http.MethodPost, api, map[string]any{
 		"execute":   "guest-exec",
-		"arguments": map[string]any{"path": "/bin/cat", "arg": []string{"/proc/uptime"}, "capture-output": true},
+		"arguments": map[string]any{"path": path, "arg": args, "capture-output": true},
 	})
 	if err != nil || code != http.StatusOK || json.Unmarshal(body, &started) != nil {
-		t.Fatalf("guest-exec in %s: %v HTTP %d %s", vmi.Name, err, code, body)
+		t.Fatalf("guest-exec %s in %s: %v HTTP %d %s", path, vmi.Name, err, code, body)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(timeout)
 	for {
 		var st struct {
 			Return struct {
-				Exited  bool   `json:"exited"`
-				OutData string `json:"out-data"`
+				Exited   bool   `json:"exited"`
+				ExitCode int    `json:"exitcode"`
+				OutData  string `json:"out-data"`
 			} `json:"return"`
 		}
-		code, body, err := s.nodeAPI(t, vmi.Status.NodeName, http.MethodPost, path, map[string]any{
+		code, body, err := s.nodeAPI(t, vmi.Status.NodeName, http.MethodPost, api, map[string]any{
 			"execute": "guest-exec-status", "arguments": map[string]any{"pid": started.Return.PID},
 		})
 		if err != nil || code != http.StatusOK || json.Unmarshal(body, &st) != nil {
@@ -130,18 +148,10 @@ func (s *suite) guestUptime(t *testing.T, vmi *v1.VirtualMachineInstance) float6
 			if err != nil {
 				t.Fatalf("guest-exec output %q: %v", st.Return.OutData, err)
 			}
-			f := strings.Fields(string(out))
-			if len(f) == 0 {
-				t.Fatalf("guest /proc/uptime: %q", out)
-			}
-			up, err := strconv.ParseFloat(f[0], 64)
-			if err != nil {
-				t.Fatalf("guest /proc/uptime %q: %v", out, err)
-			}
-			return up
+			return st.Return.ExitCode, string(out)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("guest-exec in %s did not finish", vmi.Name)
+			t.Fatalf("guest-exec %s in %s did not finish within %v", path, vmi.Name, timeout)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -48,6 +48,20 @@ var scenarios = []scenario{
 	{4, "Masquerade", testMasquerade},
 }
 
+// extra is a cluster check outside the numbered acceptance list (an issue's
+// own end-to-end acceptance item). Extras run after the scenarios, sharing
+// the suite's cluster and deployment, as subtests named issue<N>_<name>.
+type extra struct {
+	issue int
+	name  string
+	run   func(t *testing.T, s *suite)
+}
+
+// extras in the order they run.
+var extras = []extra{
+	{10, "PrometheusScrape", testPrometheusScrape},
+}
+
 // suite is what every scenario shares: the cluster, its clients and the
 // names of the objects to dump on failure.
 type suite struct {
@@ -71,38 +85,72 @@ func TestAcceptance(t *testing.T) {
 	times := map[int]time.Duration{}
 	results := map[int]string{}
 	for _, sc := range scenarios {
-		name := fmt.Sprintf("%02d_%s", sc.n, sc.name)
 		began := time.Now()
-		ok := t.Run(name, func(t *testing.T) {
+		results[sc.n] = runSub(t, fmt.Sprintf("%02d_%s", sc.n, sc.name), func(t *testing.T) {
 			if m, pending := Pending[sc.n]; pending || sc.run == nil {
 				t.Skipf("pending: %s (issue %d)", m.Piece, m.Issue)
 			}
-			t.Cleanup(func() {
-				if t.Failed() {
-					s.dump(t)
-				}
-			})
+			s.dumpOnFailure(t)
 			sc.run(t, s)
 		})
 		times[sc.n] = time.Since(began)
-		switch {
-		case !ok:
-			results[sc.n] = "FAIL"
-		case Pending[sc.n].Piece != "":
+		if _, pending := Pending[sc.n]; pending && results[sc.n] == "skipped" {
 			results[sc.n] = "pending"
-		default:
-			results[sc.n] = "ok"
 		}
 	}
-	report(t, times, results, time.Since(start))
+	var extraLines []string
+	for _, x := range extras {
+		began := time.Now()
+		result := runSub(t, fmt.Sprintf("issue%d_%s", x.issue, x.name), func(t *testing.T) {
+			s.dumpOnFailure(t)
+			x.run(t, s)
+		})
+		extraLines = append(extraLines, fmt.Sprintf("  issue %d %-20s %-8s %v", x.issue, x.name, result,
+			time.Since(began).Round(100*time.Millisecond)))
+	}
+	report(t, times, results, extraLines, time.Since(start))
 }
 
-// report prints each scenario's time and result and the pending list.
-func report(t *testing.T, times map[int]time.Duration, results map[int]string, total time.Duration) {
+// runSub runs f as subtest name and says how it ended: ok, FAIL, skipped,
+// or "not run" (filtered out by -run).
+func runSub(t *testing.T, name string, f func(t *testing.T)) string {
+	ran, skipped := false, false
+	ok := t.Run(name, func(t *testing.T) {
+		ran = true
+		defer func() { skipped = t.Skipped() }()
+		f(t)
+	})
+	switch {
+	case !ok:
+		return "FAIL"
+	case !ran:
+		return "not run"
+	case skipped:
+		return "skipped"
+	}
+	return "ok"
+}
+
+// dumpOnFailure dumps the cluster state when t fails.
+func (s *suite) dumpOnFailure(t *testing.T) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			s.dump(t)
+		}
+	})
+}
+
+// report prints each scenario's and extra check's time and result and the
+// pending list.
+func report(t *testing.T, times map[int]time.Duration, results map[int]string, extraLines []string, total time.Duration) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "acceptance scenarios (milestone 1), total %v:\n", total.Round(time.Second))
 	for _, sc := range scenarios {
 		fmt.Fprintf(&b, "  %2d %-20s %-8s %v\n", sc.n, sc.name, results[sc.n], times[sc.n].Round(100*time.Millisecond))
+	}
+	b.WriteString("extra checks:\n")
+	for _, l := range extraLines {
+		b.WriteString(l + "\n")
 	}
 	var ns []int
 	for n := range Pending {

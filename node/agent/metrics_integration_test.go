@@ -113,7 +113,7 @@ func TestMetrics_Integration(t *testing.T) {
 	t.Run("Prometheus", func(t *testing.T) {
 		p := startPrometheus(t, h.metricsAddr)
 		sel := fmt.Sprintf(`{namespace=%q,name=%q}`, h.ns, v.name)
-		p.wantPromSeries(t, vmLabels,
+		wantPromSeries(t, p, vmLabels,
 			"kubevirt_vmi_cpu_usage_seconds_total"+sel,
 			"kubevirt_vmi_memory_resident_bytes"+sel,
 			`kubevirt_vmi_network_receive_bytes_total{interface="default"}`,
