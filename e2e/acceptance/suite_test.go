@@ -175,38 +175,10 @@ func report(t *testing.T, times map[int]time.Duration, results map[int]string, e
 // binaries and images.
 func requirePrereqs(t *testing.T) {
 	t.Helper()
-	missing := func(what, target string) {
-		t.Helper()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s missing (make %s)", what, target)
-		}
-		t.Skipf("%s missing: run make %s (or make test)", what, target)
-	}
 	if testing.Short() {
 		t.Skip("end-to-end suite skipped in -short mode")
 	}
-	if os.Geteuid() != 0 {
-		missing("root", "test as root")
-	}
-	out, err := localcluster.OutDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []struct{ path, target string }{
-		{filepath.Join(out, "k8s", "bin", "kubelet"), "cluster-binaries"},
-		{filepath.Join(out, "k8s", "bin", "kubectl"), "cluster-binaries"},
-		{filepath.Join(out, "images", "nodevirt-agent.tar"), "images"},
-		{filepath.Join(out, "images", "nodevirt-controller.tar"), "images"},
-		{filepath.Join(out, "images", "nodevirt-launcher.tar"), "images"},
-		{filepath.Join(out, "images", "guest-kernel.tar"), "images"},
-	} {
-		if _, err := os.Stat(f.path); err != nil {
-			missing(f.path, f.target)
-		}
-	}
-	if _, err := exec.LookPath("containerd"); err != nil {
-		missing("containerd", "cluster-packages")
-	}
+	localcluster.RequirePrereqs(t)
 }
 
 // setUp takes the cluster lock, reuses or starts the cluster, imports the

@@ -18,16 +18,7 @@ func TestBenchSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("benchmark smoke run skipped in -short mode")
 	}
-	missing, err := localcluster.MissingPrereqs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range missing {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s missing (make %s)", m.What, m.Target)
-		}
-		t.Skipf("%s missing: run make %s (or make test)", m.What, m.Target)
-	}
+	localcluster.RequirePrereqs(t)
 	s := Settings{
 		Scenarios:      allScenarios,
 		SingleRuns:     1,

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"testing"
 )
 
 // Prereq is something a test on the local cluster needs and the make
@@ -42,4 +43,20 @@ func MissingPrereqs() ([]Prereq, error) {
 		missing = append(missing, Prereq{"containerd", "cluster-packages"})
 	}
 	return missing, nil
+}
+
+// RequirePrereqs skips t when something MissingPrereqs lists is missing,
+// naming the make target that provides it, or fails it when CI=true.
+func RequirePrereqs(t testing.TB) {
+	t.Helper()
+	missing, err := MissingPrereqs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range missing {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s missing (make %s)", m.What, m.Target)
+		}
+		t.Skipf("%s missing: run make %s (or make test)", m.What, m.Target)
+	}
 }

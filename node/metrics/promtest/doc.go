@@ -4,9 +4,8 @@
 // results through the HTTP API.
 //
 // By default it runs the Debian prometheus package's binary (`make
-// metrics-deps`), which Debian builds without Kubernetes service discovery;
-// Config.Binary names another, e.g. the upstream build with Kubernetes
-// service discovery from `make prometheus-k8s`.
+// metrics-deps`), which Debian builds without Kubernetes service discovery
+// (tests give it static or file_sd targets); Config.Binary names another.
 //
 // Start writes the configuration (global scrape interval plus the caller's
 // scrape_configs) to a temporary directory, checks it with `promtool check
