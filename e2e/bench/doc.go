@@ -6,15 +6,17 @@
 //
 // Scenarios, in the order they run (each can be selected with -only):
 //
+//   - overhead:   per-VM memory at 1, 20 and 100 VMs (startStrategy Paused):
+//     launcher processes' RSS, QEMU's RSS minus the guest RAM it has
+//     touched, the agent's RSS growth per VM, the pod's memory request; and
+//     the agent's /metrics scrape time at each count. It runs first, so
+//     that the agent's idle RSS, the baseline of its growth per VM, is not
+//     inflated by earlier work (a Go heap returns memory slowly).
 //   - single:     one VMI on an idle node: creation → Running, → the guest's
 //     ready marker on its serial console, → AgentConnected.
 //   - pause:      pause/unpause cycles on that VMI: the node API's answer,
 //     and until Paused=True (or its removal) is visible through the API
 //     server.
-//   - overhead:   per-VM memory at 1, 20 and 100 VMs (startStrategy Paused):
-//     launcher processes' RSS, QEMU's RSS minus the guest RAM it has
-//     touched, the agent's RSS growth per VM, the pod's memory request; and
-//     the agent's /metrics scrape time at each count.
 //   - burst:      100 VMIs (startStrategy Paused) created 100 ms apart:
 //     creation → Running per VMI, and until all are Running. Its VMIs are
 //     the overhead scenario's 100 and the restart scenario's.

@@ -22,7 +22,7 @@ import (
 )
 
 // allScenarios in run order.
-var allScenarios = []string{"single", "pause", "overhead", "burst", "restart", "controller"}
+var allScenarios = []string{"overhead", "single", "pause", "burst", "restart", "controller"}
 
 var getOpts = metav1.GetOptions{}
 
@@ -188,24 +188,9 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 		e.vmis.forget()
 		return err
 	}
-	if s.has("single") || s.has("pause") {
-		runs := s.SingleRuns
-		if !s.has("single") {
-			runs = 1
-		}
-		name, err := runSingle(ctx, e, r, runs)
-		if err != nil {
-			return fmt.Errorf("single: %w", err)
-		}
-		if s.has("pause") {
-			if err := runPause(ctx, e, r, name, s.PauseCycles); err != nil {
-				return fmt.Errorf("pause: %w", err)
-			}
-		}
-		if err := cleanUp(); err != nil {
-			return err
-		}
-	}
+	// The overhead runs first: the agent's idle RSS is its baseline, and
+	// a Go heap that has worked (pause cycles, deletions) gives memory
+	// back to the OS only slowly.
 	var agentIdle int64
 	if s.has("overhead") {
 		time.Sleep(5 * time.Second)
@@ -224,6 +209,24 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 			}
 			if err := measureOverhead(ctx, e, r, n, agentIdle); err != nil {
 				return fmt.Errorf("overhead at %d VMs: %w", n, err)
+			}
+		}
+		if err := cleanUp(); err != nil {
+			return err
+		}
+	}
+	if s.has("single") || s.has("pause") {
+		runs := s.SingleRuns
+		if !s.has("single") {
+			runs = 1
+		}
+		name, err := runSingle(ctx, e, r, runs)
+		if err != nil {
+			return fmt.Errorf("single: %w", err)
+		}
+		if s.has("pause") {
+			if err := runPause(ctx, e, r, name, s.PauseCycles); err != nil {
+				return fmt.Errorf("pause: %w", err)
 			}
 		}
 		if err := cleanUp(); err != nil {
