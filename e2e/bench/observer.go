@@ -168,13 +168,6 @@ func (o *observer) waitCount(ctx context.Context, key string, n int, timeout tim
 	})
 }
 
-// count is the number of live VMIs showing key now.
-func (o *observer) count(key string) int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.countLocked(key)
-}
-
 func (o *observer) countLocked(key string) int {
 	n := 0
 	for _, v := range o.vmis {

@@ -99,7 +99,7 @@ func parseGuestRAM(r io.Reader, guestBytes int64) (int64, error) {
 		if inGuest && len(fields) >= 2 && fields[0] == "Rss:" {
 			kb, err := strconv.ParseInt(fields[1], 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("Rss %q: %w", line, err)
+				return 0, fmt.Errorf("smaps line %q: %w", line, err)
 			}
 			rssKB = kb
 		}
