@@ -3,6 +3,7 @@ package metrics
 import (
 	"os"
 	"testing"
+	"time"
 )
 
 func TestVCPUID(t *testing.T) {
@@ -26,18 +27,24 @@ func TestVCPUID(t *testing.T) {
 }
 
 func TestProcessCPUAndRSS_Self(t *testing.T) {
-	// Burn a little CPU so utime is not zero.
-	x := 0
-	for i := range 50_000_000 {
-		x += i
-	}
-	_ = x
-	cpu, err := ProcessCPU("/proc", os.Getpid())
-	if err != nil {
-		t.Fatal(err)
+	// Burn CPU until the kernel has accounted a tick of it (utime and
+	// stime count in 1/USER_HZ steps), with a deadline.
+	var cpu CPU
+	deadline := time.Now().Add(5 * time.Second)
+	for sink := 0; ; sink++ {
+		if sink%1_000_000 != 0 {
+			continue
+		}
+		var err error
+		if cpu, err = ProcessCPU("/proc", os.Getpid()); err != nil {
+			t.Fatal(err)
+		}
+		if cpu.UsageSeconds > 0 || time.Now().After(deadline) {
+			break
+		}
 	}
 	if cpu.UsageSeconds <= 0 {
-		t.Errorf("UsageSeconds = %v, want > 0", cpu.UsageSeconds)
+		t.Errorf("UsageSeconds = %v after 5 s of spinning, want > 0", cpu.UsageSeconds)
 	}
 	if len(cpu.VCPUs) != 0 {
 		t.Errorf("VCPUs = %v, want none in the test binary", cpu.VCPUs)
