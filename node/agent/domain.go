@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -96,13 +97,16 @@ func (d *domain) attach(ctx context.Context, qmpPath, qgaPath string) (store.Pro
 	}
 	d.conn, d.runState, d.stopWatch = conn, st.Status, cancel
 	d.mu.Unlock()
-	go d.watchQMP(wctx, conn, sub)
-	go d.watchGuestAgent(wctx, qgaPath)
+	portOpened := make(chan struct{}, 1)
+	go d.watchQMP(wctx, conn, sub, portOpened)
+	go d.watchGuestAgent(wctx, qgaPath, portOpened)
 	return proc, nil
 }
 
-// watchQMP follows run-state events until the connection ends.
-func (d *domain) watchQMP(ctx context.Context, conn *qmp.Conn, sub *qmp.Subscription) {
+// watchQMP follows run-state events until the connection ends, and tells
+// the guest agent watcher (portOpened) when the guest opens a
+// virtio-serial port: qemu-ga has just started.
+func (d *domain) watchQMP(ctx context.Context, conn *qmp.Conn, sub *qmp.Subscription, portOpened chan<- struct{}) {
 	defer sub.Close()
 	for {
 		select {
@@ -119,6 +123,15 @@ func (d *domain) watchQMP(ctx context.Context, conn *qmp.Conn, sub *qmp.Subscrip
 		case ev, ok := <-sub.Events():
 			if !ok {
 				continue // closed with the connection: Done follows
+			}
+			if ev.Name == "VSERPORT_CHANGE" {
+				if vserportOpened(ev.Data) {
+					select {
+					case portOpened <- struct{}{}:
+					default: // a probe is already due
+					}
+				}
+				continue
 			}
 			d.onEvent(ctx, conn, ev.Name, sub.Dropped() > 0)
 		}
@@ -155,7 +168,17 @@ func (d *domain) onEvent(ctx context.Context, conn *qmp.Conn, name string, dropp
 	d.enqueue(d.uid)
 }
 
-// Guest agent probing: a ping every agentPeriod; the agent counts as
+// vserportOpened reports whether a VSERPORT_CHANGE event's data says the
+// guest opened the port.
+func vserportOpened(data json.RawMessage) bool {
+	var d struct {
+		Open bool `json:"open"`
+	}
+	return json.Unmarshal(data, &d) == nil && d.Open
+}
+
+// Guest agent probing: a ping every agentPeriod, and at once when the guest
+// opens its virtio-serial port (QMP VSERPORT_CHANGE); the agent counts as
 // disconnected only after agentFailures failed pings in a row, so one slow
 // or garbled answer (for example right after another client used the
 // channel) does not flap AgentConnected.
@@ -163,11 +186,14 @@ const (
 	agentPeriod   = 5 * time.Second
 	agentTimeout  = 2 * time.Second
 	agentFailures = 3
+	// agentRetry is the next probe's delay when the one after the port
+	// opened failed (qemu-ga opens the port before it reads).
+	agentRetry = 500 * time.Millisecond
 )
 
-// watchGuestAgent pings the guest agent periodically and enqueues the VMI
-// when its connectivity changes.
-func (d *domain) watchGuestAgent(ctx context.Context, path string) {
+// watchGuestAgent pings the guest agent periodically and when the guest
+// opens its port, and enqueues the VMI when its connectivity changes.
+func (d *domain) watchGuestAgent(ctx context.Context, path string, portOpened <-chan struct{}) {
 	var ga *qmp.Agent
 	defer func() {
 		if ga != nil {
@@ -179,13 +205,19 @@ func (d *domain) watchGuestAgent(ctx context.Context, path string) {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
+		opened := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-portOpened:
+			opened = true
 		}
 		t.Reset(agentPeriod)
 		info, err := d.probeAgent(ctx, &ga, path)
+		if err != nil && opened {
+			t.Reset(agentRetry)
+		}
 		if err == nil {
 			failures = 0
 			// Both views are updated before either enqueues, so the

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"testing"
 	"time"
@@ -81,5 +82,23 @@ func TestDomain_AttachFailsOnDeadSocket(t *testing.T) {
 	}
 	if d.view().QMPConnected {
 		t.Error("view says connected after a failed attach")
+	}
+}
+
+func TestVserportOpened(t *testing.T) {
+	tests := []struct {
+		data string
+		want bool
+	}{
+		{`{"id": "channel0", "open": true}`, true},
+		{`{"id": "channel0", "open": false}`, false},
+		{`{"id": "channel0"}`, false},
+		{``, false},
+		{`not json`, false},
+	}
+	for _, tt := range tests {
+		if got := vserportOpened(json.RawMessage(tt.data)); got != tt.want {
+			t.Errorf("vserportOpened(%s) = %v, want %v", tt.data, got, tt.want)
+		}
 	}
 }
