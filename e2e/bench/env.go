@@ -24,6 +24,7 @@ import (
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
 	"github.com/nodevirt/nodevirt/e2e/localcluster"
+	"github.com/nodevirt/nodevirt/node/api"
 )
 
 // benchNamespace holds every object the benchmark creates.
@@ -37,8 +38,10 @@ type env struct {
 	kube    kubernetes.Interface
 	virt    versioned.Interface
 	log     *slog.Logger
-	// nodeAPI talks to the node agent's unix socket.
+	// nodeAPI talks to the node agent's unix socket (public routes);
+	// nodectl is the debug routes' client on the same socket.
 	nodeAPI *http.Client
+	nodectl *api.Client
 	// http is for the agent's metrics port (pod IP).
 	http *http.Client
 	vmis *observer
@@ -114,7 +117,8 @@ func setUp(ctx context.Context, log *slog.Logger, keep bool) (e *env, stop func(
 				return d.DialContext(ctx, "unix", socket)
 			},
 		}},
-		http: &http.Client{Timeout: 30 * time.Second},
+		nodectl: api.NewClient(socket),
+		http:    &http.Client{Timeout: 30 * time.Second},
 	}
 	if err := e.resetNamespace(ctx); err != nil {
 		return fail(err)

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/node/api"
 )
 
 // runRestart SIGKILLs the agent process while the n VMIs of the benchmark
@@ -149,31 +148,17 @@ func (e *env) qemuPid(ctx context.Context, vmi *v1.VirtualMachineInstance) (int,
 // qmpStatus asks QEMU for its run state (query-status) through the node
 // API's debug route.
 func (e *env) qmpStatus(ctx context.Context, name string) (string, error) {
-	body := bytes.NewBufferString(`{"execute":"query-status"}`)
-	url := "http://node/nodectl/v1/qmp?vmi=" + benchNamespace + "/" + name
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := e.nodeAPI.Do(req)
+	ret, err := e.nodectl.QMP(ctx, benchNamespace+"/"+name, api.Command{Execute: "query-status"})
 	if err != nil {
 		return "", fmt.Errorf("query-status %s: %w", name, err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("query-status %s: HTTP %d: %s", name, resp.StatusCode, b)
+	var st struct {
+		Status string `json:"status"`
 	}
-	var out struct {
-		Return struct {
-			Status string `json:"status"`
-		} `json:"return"`
-	}
-	if err := json.Unmarshal(b, &out); err != nil {
+	if err := json.Unmarshal(ret, &st); err != nil {
 		return "", fmt.Errorf("query-status %s: %w", name, err)
 	}
-	return out.Return.Status, nil
+	return st.Status, nil
 }
 
 // healthy reports whether the agent at podIP answers /healthz with 200.
