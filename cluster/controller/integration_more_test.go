@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,16 +15,6 @@ import (
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 func (c *cluster) launcherPod(t *testing.T, vmi *v1.VirtualMachineInstance) *corev1.Pod {
 	t.Helper()

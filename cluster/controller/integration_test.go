@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/apitest"
 )
 
 func newVM(ns, name string, strategy v1.VirtualMachineRunStrategy) *v1.VirtualMachine {
@@ -41,7 +42,7 @@ func (c *cluster) createVM(t *testing.T, vm *v1.VirtualMachine) {
 // kube-apiserver; the test plays scheduler, kubelet and node agent.
 func TestIntegration(t *testing.T) {
 	c := startCluster(t)
-	addr := freeAddr(t)
+	addr := apitest.FreeLoopbackAddr(t)
 	leader := c.startReplica(t, "a", "--listen="+addr, "--heartbeat-recheck=1s")
 	c.waitLeader(t, "a")
 

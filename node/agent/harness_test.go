@@ -100,7 +100,7 @@ func newHarness(t *testing.T) *harness {
 	h.agentLog = filepath.Join(dir, "agent.log")
 	h.apiSocket, h.caDir = filepath.Join(dir, "agent.sock"), filepath.Join(dir, "ca")
 	h.tlsAddr = writeTestCA(t, h.caDir)
-	h.metricsAddr = freeLoopbackAddr(t)
+	h.metricsAddr = apitest.FreeLoopbackAddr(t)
 	h.build()
 	if _, err := h.kube.CoreV1().Namespaces().Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -156,17 +156,6 @@ func (h *harness) startAgent(t *testing.T) time.Time {
 	h.agent = cmd
 	h.mu.Unlock()
 	return start
-}
-
-// freeLoopbackAddr returns a loopback address with a port free right now.
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // killAgent SIGKILLs the agent and reaps it.

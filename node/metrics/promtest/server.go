@@ -3,7 +3,6 @@ package promtest
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nodevirt/nodevirt/cluster/apitest"
 )
 
 // Config is which Prometheus runs and what it scrapes.
@@ -56,7 +57,7 @@ func Start(t testing.TB, cfg Config) *Server {
 		checkConfig(t, promtool, cfgPath)
 	}
 
-	addr := freeLoopbackAddr(t)
+	addr := apitest.FreeLoopbackAddr(t)
 	s := &Server{
 		URL:    "http://" + addr,
 		log:    filepath.Join(dir, "prometheus.log"),
@@ -177,15 +178,4 @@ func (s *Server) LogTail(n int) string {
 	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// freeLoopbackAddr returns a loopback address whose port is free right now.
-func freeLoopbackAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
