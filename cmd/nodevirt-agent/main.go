@@ -109,7 +109,11 @@ func run() error {
 	host := os.DirFS(*hostRoot)
 	kvm := convert.DetectKVM(host)
 	reg := newRegistry()
-	a, err := agent.New(cfg, agent.Deps{Kube: kube, Virt: virt, Store: db, KVM: kvm, Log: log, Registerer: reg})
+	a, err := agent.New(cfg, agent.Deps{
+		Kube: kube, Virt: virt, Store: db, KVM: kvm, Log: log, Registerer: reg,
+		Launcher: agent.HostLauncher{}, Network: agent.HostNetwork{},
+		QEMU: agent.HostQEMU{}, Processes: agent.HostProcesses{},
+	})
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,13 @@ type Deps struct {
 	// Registerer receives the agent's own metrics (reconcile and QMP
 	// latency, store size); nil: not exported.
 	Registerer prometheus.Registerer
+
+	// The agent's effects on the host (effects.go); nil: the host's own
+	// (HostLauncher, HostNetwork, HostQEMU, HostProcesses).
+	Launcher  Launcher
+	Network   Network
+	QEMU      QEMUDialer
+	Processes Processes
 }
 
 // Agent is the node agent. Create it with New and start it with Run.
@@ -75,6 +82,7 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
+	deps = deps.withHostDefaults()
 	a := &Agent{
 		cfg:     cfg,
 		deps:    deps,
@@ -270,7 +278,8 @@ func (a *Agent) domain(uid string) *domain {
 	defer a.mu.Unlock()
 	d, ok := a.domains[uid]
 	if !ok {
-		d = &domain{uid: uid, enqueue: a.enqueue, log: a.log.With("uid", uid)}
+		d = &domain{uid: uid, enqueue: a.enqueue, log: a.log.With("uid", uid),
+			qemu: a.deps.QEMU, procs: a.deps.Processes, net: a.deps.Network}
 		a.domains[uid] = d
 	}
 	return d

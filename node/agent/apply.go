@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"syscall"
 	"time"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
-	"github.com/nodevirt/nodevirt/netsetup"
 	"github.com/nodevirt/nodevirt/node/launcher"
 	"github.com/nodevirt/nodevirt/node/launchspec"
 	"github.com/nodevirt/nodevirt/node/launchspec/convert"
@@ -112,9 +110,9 @@ func (a *Agent) allocateNetwork(ctx context.Context, o *Observation) error {
 // ensureNetwork builds the network in the pod netns (found through the
 // launcher's pid, or QEMU's) and (re)starts the DHCP servers.
 func (a *Agent) ensureNetwork(ctx context.Context, o *Observation) error {
-	pid, err := launcherPID(ctx, o.Record.Sockets.Launcher)
+	pid, err := a.deps.Launcher.PID(ctx, o.Record.Sockets.Launcher)
 	if err != nil {
-		if !alive(o.Record.Process) {
+		if !a.deps.Processes.Alive(o.Record.Process) {
 			return fmt.Errorf("find the pod netns: %w", err)
 		}
 		pid = o.Record.Process.PID
@@ -124,7 +122,7 @@ func (a *Agent) ensureNetwork(ctx context.Context, o *Observation) error {
 		return err
 	}
 	ns := netnsPath(pid)
-	res, err := ensureNetwork(ctx, ns, ps)
+	res, err := ensureNetwork(ctx, a.deps.Network, ns, ps)
 	if err != nil {
 		return err
 	}
@@ -171,10 +169,7 @@ func (a *Agent) launch(ctx context.Context, o *Observation) error {
 	}, a.event("Launching", "spec "+spec.Hash)); err != nil {
 		return err
 	}
-	err = withSocketPath(o.Record.Sockets.Launcher, func(short string) error {
-		_, err := launcher.NewClient(short).Launch(ctx, spec)
-		return err
-	})
+	err = a.deps.Launcher.Launch(ctx, o.Record.Sockets.Launcher, spec)
 	if errors.Is(err, launcher.ErrConflict) {
 		return fmt.Errorf("launcher already runs another spec: %w", err)
 	}
@@ -234,16 +229,14 @@ func (a *Agent) quit(ctx context.Context, o *Observation) error {
 			return nil
 		}
 	}
-	if o.Record != nil && alive(o.Record.Process) {
-		if err := syscall.Kill(o.Record.Process.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return fmt.Errorf("kill QEMU %d: %w", o.Record.Process.PID, err)
-		}
+	if o.Record != nil && a.deps.Processes.Alive(o.Record.Process) {
+		return a.deps.Processes.Kill(o.Record.Process)
 	}
 	return nil
 }
 
 // qmp returns the domain's QMP connection, attaching if needed.
-func (a *Agent) qmp(ctx context.Context, o *Observation) (qmpConn, error) {
+func (a *Agent) qmp(ctx context.Context, o *Observation) (Monitor, error) {
 	d := a.domain(o.UID)
 	if c := d.qmpConn(); c != nil {
 		return c, nil
@@ -257,25 +250,19 @@ func (a *Agent) qmp(ctx context.Context, o *Observation) (qmpConn, error) {
 	return nil, errors.New("QMP connection closed right after attach")
 }
 
-// qmpConn is what powerdown and quit need of a QMP connection.
-type qmpConn interface {
-	SystemPowerdown(ctx context.Context) error
-	Quit(ctx context.Context) error
-}
-
 // release closes the domain's connections, stops DHCP and removes the
 // network when the pod's netns can still be reached (otherwise it dies
 // with the pod).
 func (a *Agent) release(ctx context.Context, o *Observation) error {
 	a.dropDomain(o.UID)
 	if len(o.Record.Interfaces) > 0 {
-		pid, err := launcherPID(ctx, o.Record.Sockets.Launcher)
-		if err != nil && alive(o.Record.Process) {
+		pid, err := a.deps.Launcher.PID(ctx, o.Record.Sockets.Launcher)
+		if err != nil && a.deps.Processes.Alive(o.Record.Process) {
 			pid, err = o.Record.Process.PID, nil
 		}
 		if err == nil {
 			for _, p := range releasePlans(o.Record.Interfaces) {
-				if err := netsetup.Release(ctx, netnsPath(pid), p); err != nil {
+				if err := a.deps.Network.Release(ctx, netnsPath(pid), p); err != nil {
 					return err
 				}
 			}

@@ -24,9 +24,12 @@ type domain struct {
 	uid     string
 	enqueue func(uid string)
 	log     *slog.Logger
+	qemu    QEMUDialer
+	procs   Processes
+	net     Network
 
 	mu        sync.Mutex
-	conn      *qmp.Conn
+	conn      MonitorConn
 	runState  string
 	agentOK   bool
 	probed    bool
@@ -34,7 +37,7 @@ type domain struct {
 	netReady  bool
 	stopDHCP  context.CancelFunc
 	stopWatch context.CancelFunc
-	ga        *qmp.Agent // the guest agent connection, shared with the node API
+	ga        GuestAgent // the guest agent connection, shared with the node API
 	guestNet  guestNet   // the guest's interfaces as its agent reports them
 
 	// opMu serialises run-state changes (pause, unpause and their
@@ -57,7 +60,7 @@ func (d *domain) view() RuntimeView {
 }
 
 // qmpConn returns the connection, nil when not attached.
-func (d *domain) qmpConn() *qmp.Conn {
+func (d *domain) qmpConn() MonitorConn {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.conn
@@ -66,25 +69,15 @@ func (d *domain) qmpConn() *qmp.Conn {
 // attach connects to QEMU's QMP socket, learns QEMU's host pid through
 // SO_PEERCRED and starts the watchers. It returns QEMU's process identity.
 func (d *domain) attach(ctx context.Context, qmpPath, qgaPath string) (store.Process, error) {
-	nc, err := dialUnix(ctx, qmpPath)
+	conn, pid, err := d.qemu.DialQMP(ctx, qmpPath)
 	if err != nil {
 		return store.Process{}, fmt.Errorf("attach QMP: %w", err)
 	}
-	pid, err := peerPID(nc)
+	proc, err := d.procs.Identify(pid)
 	if err != nil {
-		nc.Close()
+		conn.Close()
 		return store.Process{}, fmt.Errorf("attach QMP %s: %w", qmpPath, err)
 	}
-	proc, err := processOf(pid)
-	if err != nil {
-		nc.Close()
-		return store.Process{}, fmt.Errorf("attach QMP %s: %w", qmpPath, err)
-	}
-	conn, err := qmp.NewConn(ctx, nc, qmpPath)
-	if err != nil {
-		return store.Process{}, fmt.Errorf("attach: %w", err)
-	}
-	sub := conn.Subscribe(32)
 	st, err := conn.QueryStatus(ctx)
 	if err != nil {
 		conn.Close()
@@ -98,7 +91,7 @@ func (d *domain) attach(ctx context.Context, qmpPath, qgaPath string) (store.Pro
 	d.conn, d.runState, d.stopWatch = conn, st.Status, cancel
 	d.mu.Unlock()
 	portOpened := make(chan struct{}, 1)
-	go d.watchQMP(wctx, conn, sub, portOpened)
+	go d.watchQMP(wctx, conn, portOpened)
 	go d.watchGuestAgent(wctx, qgaPath, portOpened)
 	return proc, nil
 }
@@ -106,8 +99,7 @@ func (d *domain) attach(ctx context.Context, qmpPath, qgaPath string) (store.Pro
 // watchQMP follows run-state events until the connection ends, and tells
 // the guest agent watcher (portOpened) when the guest opens a
 // virtio-serial port: qemu-ga has just started.
-func (d *domain) watchQMP(ctx context.Context, conn *qmp.Conn, sub *qmp.Subscription, portOpened chan<- struct{}) {
-	defer sub.Close()
+func (d *domain) watchQMP(ctx context.Context, conn MonitorConn, portOpened chan<- struct{}) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -120,7 +112,7 @@ func (d *domain) watchQMP(ctx context.Context, conn *qmp.Conn, sub *qmp.Subscrip
 			d.mu.Unlock()
 			d.enqueue(d.uid)
 			return
-		case ev, ok := <-sub.Events():
+		case ev, ok := <-conn.Events():
 			if !ok {
 				continue // closed with the connection: Done follows
 			}
@@ -133,12 +125,12 @@ func (d *domain) watchQMP(ctx context.Context, conn *qmp.Conn, sub *qmp.Subscrip
 				}
 				continue
 			}
-			d.onEvent(ctx, conn, ev.Name, sub.Dropped() > 0)
+			d.onEvent(ctx, conn, ev.Name, conn.Dropped() > 0)
 		}
 	}
 }
 
-func (d *domain) onEvent(ctx context.Context, conn *qmp.Conn, name string, dropped bool) {
+func (d *domain) onEvent(ctx context.Context, conn Monitor, name string, dropped bool) {
 	state := ""
 	switch name {
 	case "STOP":
@@ -194,7 +186,7 @@ const (
 // watchGuestAgent pings the guest agent periodically and when the guest
 // opens its port, and enqueues the VMI when its connectivity changes.
 func (d *domain) watchGuestAgent(ctx context.Context, path string, portOpened <-chan struct{}) {
-	var ga *qmp.Agent
+	var ga GuestAgent
 	defer func() {
 		if ga != nil {
 			d.publishAgent(nil)
@@ -237,16 +229,16 @@ func (d *domain) watchGuestAgent(ctx context.Context, path string, portOpened <-
 
 // probeAgent pings the guest agent (dialing it if needed) and reads its OS
 // info. A broken connection is dropped so the next probe redials.
-func (d *domain) probeAgent(ctx context.Context, ga **qmp.Agent, path string) (qmp.OSInfo, error) {
+func (d *domain) probeAgent(ctx context.Context, ga *GuestAgent, path string) (qmp.OSInfo, error) {
 	if *ga == nil {
 		dctx, cancel := context.WithTimeout(ctx, time.Second)
-		nc, err := dialUnix(dctx, path)
+		c, err := d.qemu.DialGuestAgent(dctx, path)
 		cancel()
 		if err != nil {
 			return qmp.OSInfo{}, err
 		}
-		*ga = qmp.NewAgent(nc, path)
-		d.publishAgent(*ga)
+		*ga = c
+		d.publishAgent(c)
 	}
 	pctx, cancel := context.WithTimeout(ctx, agentTimeout)
 	defer cancel()
@@ -296,9 +288,9 @@ func (d *domain) guestOSInfo() v1.VirtualMachineInstanceGuestOSInfo {
 // serveDHCP (re)starts one DHCP server per interface result.
 func (d *domain) serveDHCP(ctx context.Context, nsPath string, results []netsetup.Result) error {
 	sctx, cancel := context.WithCancel(context.Background())
-	var servers []*netsetup.DHCPServer
+	var servers []DHCPServer
 	for _, r := range results {
-		s, err := netsetup.ListenDHCP(ctx, nsPath, r.Lease(), d.log)
+		s, err := d.net.ListenDHCP(ctx, nsPath, r.Lease(), d.log)
 		if err != nil {
 			cancel()
 			for _, s := range servers {
@@ -353,14 +345,14 @@ func (d *domain) setRunState(s string) {
 }
 
 // publishAgent shares (or withdraws, with nil) the guest agent connection.
-func (d *domain) publishAgent(ga *qmp.Agent) {
+func (d *domain) publishAgent(ga GuestAgent) {
 	d.mu.Lock()
 	d.ga = ga
 	d.mu.Unlock()
 }
 
 // guestAgent returns the guest agent connection, nil when not connected.
-func (d *domain) guestAgent() *qmp.Agent {
+func (d *domain) guestAgent() GuestAgent {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !d.agentOK {

@@ -14,7 +14,8 @@ import (
 // newTestDomain returns a domain whose enqueue calls are counted on a channel.
 func newTestDomain() (*domain, <-chan string) {
 	ch := make(chan string, 64)
-	d := &domain{uid: "u1", enqueue: func(uid string) { ch <- uid }, log: discardLogger()}
+	d := &domain{uid: "u1", enqueue: func(uid string) { ch <- uid }, log: discardLogger(),
+		qemu: HostQEMU{}, procs: HostProcesses{}, net: HostNetwork{}}
 	return d, ch
 }
 

@@ -25,7 +25,7 @@ type guestNet struct {
 // probeGuestNet asks the guest agent for the guest's interfaces and
 // reports whether they changed; the caller enqueues. Errors keep the last
 // answer.
-func (d *domain) probeGuestNet(ctx context.Context, ga *qmp.Agent) bool {
+func (d *domain) probeGuestNet(ctx context.Context, ga GuestAgent) bool {
 	if ga == nil {
 		return false
 	}

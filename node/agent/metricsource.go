@@ -70,7 +70,7 @@ func (s metricsSource) Stats(ctx context.Context, vm metrics.VM) (metrics.Stats,
 	if d == nil || rec.Process.PID == 0 {
 		return metrics.Stats{}, fmt.Errorf("vmi %s/%s: no QEMU", vm.Namespace, vm.Name)
 	}
-	conn := d.qmpConn()
+	conn := rawQMP(d.qmpConn())
 	if conn == nil {
 		return metrics.Stats{}, fmt.Errorf("vmi %s/%s: QMP not connected", vm.Namespace, vm.Name)
 	}
@@ -210,7 +210,7 @@ func diskName(disks []launchspec.Device, bs qmp.BlockStats) (string, bool) {
 
 // filesystems asks the guest agent, when connected, for its file systems.
 func (s metricsSource) filesystems(ctx context.Context, d *domain) []metrics.Filesystem {
-	ga := d.guestAgent()
+	ga := rawAgent(d.guestAgent())
 	if ga == nil {
 		return nil
 	}

@@ -189,10 +189,10 @@ func recordResults(ifs []store.Interface, res []netsetup.Result) []store.Interfa
 
 // ensureNetwork builds every interface's network in the netns and returns
 // the results.
-func ensureNetwork(ctx context.Context, nsPath string, ps []netsetup.Plan) ([]netsetup.Result, error) {
+func ensureNetwork(ctx context.Context, n Network, nsPath string, ps []netsetup.Plan) ([]netsetup.Result, error) {
 	var out []netsetup.Result
 	for _, p := range ps {
-		r, err := netsetup.Ensure(ctx, nsPath, p)
+		r, err := n.Ensure(ctx, nsPath, p)
 		if err != nil {
 			return nil, fmt.Errorf("network of interface tap %q: %w", p.Tap, err)
 		}

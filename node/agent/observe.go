@@ -35,7 +35,7 @@ func (a *Agent) observe(ctx context.Context, uid string) (*Observation, error) {
 	}
 	if o.liveRecord() {
 		o.Runtime = a.runtimeView(uid)
-		o.Runtime.QEMUAlive = alive(o.Record.Process)
+		o.Runtime.QEMUAlive = a.deps.Processes.Alive(o.Record.Process)
 	}
 	return o, nil
 }
@@ -73,7 +73,7 @@ func (a *Agent) podDir(o *Observation) (podfs.Pod, bool) {
 func (a *Agent) observeLauncher(ctx context.Context, pod podfs.Pod) LauncherView {
 	cctx, cancel := context.WithTimeout(ctx, min(a.cfg.CallTimeout, launcherStatusTimeout))
 	defer cancel()
-	st, err := launcherStatus(cctx, pod.Socket(podfs.LauncherSocket))
+	st, err := a.deps.Launcher.Status(cctx, pod.Socket(podfs.LauncherSocket))
 	if err != nil {
 		v := LauncherView{State: LauncherUnreachable}
 		if e, err := readExit(pod.Socket(podfs.ExitFile)); err == nil {

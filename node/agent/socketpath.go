@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/nodevirt/nodevirt/node/launcher"
 )
 
 // maxSocketPath is the longest path connect(2) takes for a unix socket
@@ -46,26 +44,4 @@ func dialUnix(ctx context.Context, path string) (*net.UnixConn, error) {
 		return nil, fmt.Errorf("dial %s: %w", path, err)
 	}
 	return c.(*net.UnixConn), nil
-}
-
-// launcherStatus asks the launcher listening at path for its status.
-func launcherStatus(ctx context.Context, path string) (launcher.Status, error) {
-	var st launcher.Status
-	err := withSocketPath(path, func(short string) error {
-		var err error
-		st, err = launcher.NewClient(short).Status(ctx)
-		return err
-	})
-	return st, err
-}
-
-// launcherPID is the host pid of the launcher listening at path.
-func launcherPID(ctx context.Context, path string) (int, error) {
-	var pid int
-	err := withSocketPath(path, func(short string) error {
-		var err error
-		pid, err = launcher.PeerPID(ctx, short)
-		return err
-	})
-	return pid, err
 }

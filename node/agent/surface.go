@@ -20,7 +20,7 @@ func (a *Agent) QMP(ctx context.Context, uid string) (*qmp.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := d.qmpConn()
+	c := rawQMP(d.qmpConn())
 	if c == nil {
 		return nil, fmt.Errorf("domain %s: %w", uid, api.ErrNotRunning)
 	}
@@ -33,7 +33,7 @@ func (a *Agent) GuestAgent(ctx context.Context, uid string) (*qmp.Agent, error) 
 	if err != nil {
 		return nil, err
 	}
-	ga := d.guestAgent()
+	ga := rawAgent(d.guestAgent())
 	if ga == nil {
 		return nil, fmt.Errorf("domain %s: %w", uid, api.ErrNoGuestAgent)
 	}

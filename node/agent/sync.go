@@ -70,7 +70,7 @@ func (a *Agent) refreshRuntime(o *Observation) RuntimeView {
 	v := a.runtimeView(o.UID)
 	v.QEMUAlive = o.Runtime.QEMUAlive
 	if o.Record != nil && v.QMPConnected {
-		v.QEMUAlive = alive(o.Record.Process)
+		v.QEMUAlive = a.deps.Processes.Alive(o.Record.Process)
 	}
 	return v
 }
