@@ -12,15 +12,15 @@ import (
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/node/status"
-	"github.com/nodevirt/nodevirt/store"
 )
 
 // report derives the agent's status fields and patches them when they
-// changed, then records the events of a phase change.
+// changed, then records the events of a phase change, and the phase in the
+// record (recordphase.go).
 func (a *Agent) report(ctx context.Context, o *Observation) error {
 	f, ok := facts(o)
 	if !ok {
-		return nil
+		return a.recordAPIPhase(ctx, o)
 	}
 	if d := a.domainIfAny(o.UID); d != nil {
 		f.GuestOSInfo = d.guestOSInfo()
@@ -29,7 +29,7 @@ func (a *Agent) report(ctx context.Context, o *Observation) error {
 	cur := o.VMI.Status
 	next, events := status.Derive(cur, f)
 	if equality.Semantic.DeepEqual(cur, next) {
-		return nil
+		return a.recordAPIPhase(ctx, o)
 	}
 	if err := a.patchStatus(ctx, o.VMI, next); err != nil {
 		return err
@@ -43,17 +43,7 @@ func (a *Agent) report(ctx context.Context, o *Observation) error {
 			a.normal(o.VMI, e.Reason, e.Message)
 		}
 	}
-	a.log.Debug("phase record", "changed", next.Phase != cur.Phase, "live", o.liveRecord())
-	if next.Phase != cur.Phase && o.liveRecord() {
-		return a.update(ctx, o, func(r *store.Record) error {
-			r.Observed.Phase = string(next.Phase)
-			r.Observed.Reason = f.Reason
-			r.Observed.At = f.Now
-			r.Observed.Transitions = append(r.Observed.Transitions, store.Transition{Phase: string(next.Phase), At: f.Now})
-			return nil
-		}, a.event("Phase"+string(next.Phase), f.Reason))
-	}
-	return nil
+	return a.recordPhase(ctx, o, next.Phase, f.Reason, f.Now)
 }
 
 func (a *Agent) domainIfAny(uid string) *domain {

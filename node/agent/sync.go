@@ -53,6 +53,8 @@ func (a *Agent) syncOnce(ctx context.Context, uid string) (again bool, err error
 		if err := a.report(ctx, o); err != nil {
 			return false, fmt.Errorf("VMI %s: report status: %w", o.name(), err)
 		}
+	} else if err := a.recordAPIPhase(ctx, o); err != nil {
+		return false, fmt.Errorf("VMI %s: record phase: %w", o.name(), err)
 	}
 	if removeFinalizer {
 		if err := a.removeFinalizer(ctx, o); err != nil {

@@ -1,0 +1,87 @@
+package agenttest
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/nodevirt/nodevirt/netsetup"
+	"github.com/nodevirt/nodevirt/node/agent"
+)
+
+// Network is a fake agent.Network: Ensure returns what the plan asks
+// for; nothing is built.
+type Network struct {
+	log *Log
+
+	mu     sync.Mutex
+	netns  []string
+	leases []netsetup.Lease
+}
+
+// NewNetwork returns a fake network logging to log.
+func NewNetwork(log *Log) *Network { return &Network{log: log} }
+
+// Ensure logs "network.Ensure <tap>".
+func (n *Network) Ensure(ctx context.Context, netns string, p netsetup.Plan) (netsetup.Result, error) {
+	if err := n.log.call("network.Ensure " + p.Tap); err != nil {
+		return netsetup.Result{}, err
+	}
+	n.mu.Lock()
+	n.netns = append(n.netns, netns)
+	n.mu.Unlock()
+	return netsetup.Result{
+		Binding: p.Binding, PodInterface: p.PodInterface, Bridge: p.Bridge, Tap: p.Tap,
+		GuestMAC: p.GuestMAC, GuestIP: p.GuestIP, Gateway: p.Gateway.Addr(),
+		MTU: p.MTU, DNS: p.DNS, Hostname: p.Hostname,
+	}, ctx.Err()
+}
+
+// Release logs "network.Release <tap>".
+func (n *Network) Release(_ context.Context, _ string, p netsetup.Plan) error {
+	return n.log.call("network.Release " + p.Tap)
+}
+
+// ListenDHCP logs "dhcp.Listen <bridge>" and returns a server that serves
+// nothing until it is closed or its context ends.
+func (n *Network) ListenDHCP(_ context.Context, _ string, lease netsetup.Lease, _ *slog.Logger) (agent.DHCPServer, error) {
+	if err := n.log.call("dhcp.Listen " + lease.Interface); err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	n.leases = append(n.leases, lease)
+	n.mu.Unlock()
+	return &dhcpServer{closed: make(chan struct{})}, nil
+}
+
+// NetNS returns the netns paths Ensure was called with, in order.
+func (n *Network) NetNS() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.netns...)
+}
+
+// Leases returns the leases DHCP servers were opened for, in order.
+func (n *Network) Leases() []netsetup.Lease {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]netsetup.Lease(nil), n.leases...)
+}
+
+type dhcpServer struct {
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (s *dhcpServer) Serve(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+	case <-s.closed:
+	}
+	return nil
+}
+
+func (s *dhcpServer) Close() error {
+	s.once.Do(func() { close(s.closed) })
+	return nil
+}

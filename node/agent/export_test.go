@@ -1,0 +1,41 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+)
+
+// Test-only access for the external tests of sync (sync_test.go).
+
+// SyncForTest runs one sync of the VMI uid.
+func (a *Agent) SyncForTest(ctx context.Context, uid string) error { return a.sync(ctx, uid) }
+
+// SetCacheForTest replaces the informer caches with objs (VMIs and pods),
+// as the informers would after a list.
+func (a *Agent) SetCacheForTest(objs ...runtime.Object) error {
+	var vmis, pods []any
+	for _, o := range objs {
+		switch o.(type) {
+		case *v1.VirtualMachineInstance:
+			vmis = append(vmis, o)
+		case *corev1.Pod:
+			pods = append(pods, o)
+		}
+	}
+	if err := a.vmis.GetIndexer().Replace(vmis, ""); err != nil {
+		return err
+	}
+	return a.pods.GetIndexer().Replace(pods, "")
+}
+
+// SetClockForTest makes now the agent's clock.
+func (a *Agent) SetClockForTest(now func() time.Time) { a.now = now }
+
+// CloseForTest closes every domain's connections and watchers.
+func (a *Agent) CloseForTest() { a.closeDomains() }
