@@ -15,6 +15,16 @@
 // MAC, guest IPs) before netsetup.Ensure, the launch spec before the
 // launcher gets it, Intent.Stop before the power button is pressed.
 //
+// Effects (effects.go) go through small interfaces in Deps: Launcher,
+// Network (netsetup and DHCP), QEMUDialer (QMP and guest agent) and
+// Processes (identity, liveness, SIGKILL of QEMU). The host implementations
+// (host.go) are the defaults; node/agent/agenttest has fakes that log every
+// effect in order, so sync is unit-tested on fake clientsets and a real
+// store (sync_test.go) without root.
+//
+// The record's observed phase follows the VMI's agent-owned phase on every
+// sync (recordphase.go), not only when this sync patched it.
+//
 // Invariants:
 //   - Every call that can block (launcher, QMP, guest agent, API, netsetup)
 //     runs under a context with a deadline (Config.CallTimeout, shorter for

@@ -116,12 +116,9 @@ func TestSync_StartErrors(t *testing.T) {
 		},
 		{
 			name: "LauncherUnreachableNoNetwork",
-			setup: func(e *syncEnv) {
-				e.procs.Exit(launcherPID)
-				e.launcher.Set(launcher.Status{State: launcher.StateWaiting})
-				e.log.FailOn("launcher.Launch", errInjected)
-			},
-			// The launcher answers its status but not its pid: no netns.
+			// The launcher does not answer (not up yet): the record is
+			// created, nothing is built, the sync polls again.
+			setup:     func(e *syncEnv) { e.launcher.Down() },
 			wantCalls: nil,
 		},
 	}
@@ -129,9 +126,6 @@ func TestSync_StartErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newSyncEnv(t)
 			tt.setup(e)
-			if tt.name == "LauncherUnreachableNoNetwork" {
-				e.launcher.Down()
-			}
 			err := e.sync()
 			switch {
 			case tt.wantIs != nil && !errors.Is(err, tt.wantIs):
