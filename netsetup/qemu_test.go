@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -16,46 +15,19 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
 // qemuUID is the unprivileged user the launcher runs QEMU as; the tests run
 // QEMU as it too, proving the tap is usable without privileges.
 const qemuUID = 107
 
-// outDir is $NODEVIRT_OUT, else <repo root>/_output.
-func outDir(t *testing.T) string {
-	if d := os.Getenv("NODEVIRT_OUT"); d != "" {
-		return d
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.Contains(string(b), "module github.com/nodevirt/nodevirt\n") {
-			return filepath.Join(dir, "_output")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("repo root (go.mod of github.com/nodevirt/nodevirt) not found")
-		}
-		dir = parent
-	}
-}
-
 func requireGuest(t *testing.T) (kernel, initrd string) {
 	t.Helper()
 	requireRoot(t)
-	_, err := exec.LookPath("qemu-system-x86_64")
-	prereq(t, err == nil, "qemu-system-x86_64", "make guest-deps")
-	dir := filepath.Join(outDir(t), "guest")
-	kernel, initrd = filepath.Join(dir, "vmlinux"), filepath.Join(dir, "initrd.img")
-	for _, f := range []string{kernel, initrd} {
-		_, err := os.Stat(f)
-		prereq(t, err == nil, "guest artifact "+f, "make guest-images")
-	}
-	return kernel, initrd
+	dir := testenv.GuestDir(t, "vmlinux", "initrd.img")
+	return filepath.Join(dir, "vmlinux"), filepath.Join(dir, "initrd.img")
 }
 
 // console collects a guest's serial output.
