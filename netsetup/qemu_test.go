@@ -48,22 +48,19 @@ func (c *console) read(r io.Reader) {
 // waitFor polls until a line starting with prefix appears.
 func (c *console) waitFor(t *testing.T, prefix string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	var line string
+	testenv.Eventually(t, timeout, fmt.Sprintf("%q on the serial console", prefix), func() error {
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		for _, l := range c.lines {
 			if strings.HasPrefix(l, prefix) {
-				c.mu.Unlock()
-				return l
+				line = l
+				return nil
 			}
 		}
-		c.mu.Unlock()
-		time.Sleep(50 * time.Millisecond)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t.Fatalf("no %q on the serial console after %v; console:\n%s", prefix, timeout, strings.Join(c.lines, "\n"))
-	return ""
+		return fmt.Errorf("console:\n%s", strings.Join(c.lines, "\n"))
+	})
+	return line
 }
 
 // startGuest boots the test guest under TCG inside the pod netns, as uid

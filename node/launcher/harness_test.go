@@ -203,23 +203,19 @@ func dialSerial(t *testing.T, path string) *serial {
 // waitLine waits for a line starting with prefix and returns it.
 func (s *serial) waitLine(t *testing.T, prefix string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var line string
+	testenv.Eventually(t, timeout, fmt.Sprintf("serial line %q", prefix), func() error {
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		for _, l := range s.lines {
 			if strings.HasPrefix(l, prefix) {
-				s.mu.Unlock()
-				return l
+				line = l
+				return nil
 			}
 		}
-		s.mu.Unlock()
-		if time.Now().After(deadline) {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			t.Fatalf("no serial line %q after %v; console:\n%s", prefix, timeout, strings.Join(s.lines, "\n"))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("console:\n%s", strings.Join(s.lines, "\n"))
+	})
+	return line
 }
 
 // readExit reads sockets/qemu-exit.json.
