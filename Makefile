@@ -49,11 +49,17 @@ testenv: ## Build etcd 3.5 and kube-apiserver v1.34.4 for integration tests (cac
 ##@ Test
 
 .PHONY: lint
-lint: ## gofmt check, go vet and staticcheck (pinned in hack/tools).
+lint: ## gofmt check, go vet, staticcheck (pinned in hack/tools) and shellcheck over hack/ (installs it).
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(TOOLS) staticcheck ./...
+	hack/apt-install.sh shellcheck
+	hack/lint-shell.sh
+
+.PHONY: test-unit
+test-unit: ## The inner loop: go test -short ./... (no root, QEMU, API server or cluster; < 2 min).
+	$(GO) test -short $(GOTEST_FLAGS) ./...
 
 .PHONY: test
 test: testenv $(TEST_PREREQS) verify-generated lint ## The full test suite, as CI runs it (installs what it needs; root for network/VM tests).

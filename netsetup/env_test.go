@@ -15,6 +15,8 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
+
+	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
 // Test topology (all in throwaway netns named nvt-<rand>-*):
@@ -27,23 +29,11 @@ const (
 	podIP  = "10.200.0.2"
 )
 
-// prereq fails the test under CI=true and skips it otherwise.
-func prereq(t *testing.T, ok bool, what, target string) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("prerequisite missing under CI=true: %s (provided by `%s`)", what, target)
-	}
-	t.Skipf("prerequisite missing: %s (run `%s`)", what, target)
-}
-
 func requireRoot(t *testing.T) {
 	t.Helper()
 	_, err := exec.LookPath("ip")
-	prereq(t, os.Geteuid() == 0, "root (netns, netlink, nftables)", "sudo make test")
-	prereq(t, err == nil, "the ip command (iproute2)", "make netsetup-deps")
+	testenv.Require(t, os.Geteuid() == 0, "root (netns, netlink, nftables)", "test-netsetup")
+	testenv.Require(t, err == nil, "the ip command (iproute2)", "netsetup-deps")
 }
 
 type topo struct {

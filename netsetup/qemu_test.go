@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -16,46 +15,19 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
 // qemuUID is the unprivileged user the launcher runs QEMU as; the tests run
 // QEMU as it too, proving the tap is usable without privileges.
 const qemuUID = 107
 
-// outDir is $NODEVIRT_OUT, else <repo root>/_output.
-func outDir(t *testing.T) string {
-	if d := os.Getenv("NODEVIRT_OUT"); d != "" {
-		return d
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.Contains(string(b), "module github.com/nodevirt/nodevirt\n") {
-			return filepath.Join(dir, "_output")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("repo root (go.mod of github.com/nodevirt/nodevirt) not found")
-		}
-		dir = parent
-	}
-}
-
 func requireGuest(t *testing.T) (kernel, initrd string) {
 	t.Helper()
 	requireRoot(t)
-	_, err := exec.LookPath("qemu-system-x86_64")
-	prereq(t, err == nil, "qemu-system-x86_64", "make guest-deps")
-	dir := filepath.Join(outDir(t), "guest")
-	kernel, initrd = filepath.Join(dir, "vmlinux"), filepath.Join(dir, "initrd.img")
-	for _, f := range []string{kernel, initrd} {
-		_, err := os.Stat(f)
-		prereq(t, err == nil, "guest artifact "+f, "make guest-images")
-	}
-	return kernel, initrd
+	dir := testenv.GuestDir(t, "vmlinux", "initrd.img")
+	return filepath.Join(dir, "vmlinux"), filepath.Join(dir, "initrd.img")
 }
 
 // console collects a guest's serial output.
@@ -76,22 +48,19 @@ func (c *console) read(r io.Reader) {
 // waitFor polls until a line starting with prefix appears.
 func (c *console) waitFor(t *testing.T, prefix string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	var line string
+	testenv.Eventually(t, timeout, fmt.Sprintf("%q on the serial console", prefix), func() error {
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		for _, l := range c.lines {
 			if strings.HasPrefix(l, prefix) {
-				c.mu.Unlock()
-				return l
+				line = l
+				return nil
 			}
 		}
-		c.mu.Unlock()
-		time.Sleep(50 * time.Millisecond)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t.Fatalf("no %q on the serial console after %v; console:\n%s", prefix, timeout, strings.Join(c.lines, "\n"))
-	return ""
+		return fmt.Errorf("console:\n%s", strings.Join(c.lines, "\n"))
+	})
+	return line
 }
 
 // startGuest boots the test guest under TCG inside the pod netns, as uid

@@ -57,4 +57,12 @@
 // same actions (EnsureNetwork, Attach), which are no-ops on what already
 // exists. A sync that cannot tell the domain's state (not re-attached yet)
 // reports nothing, so a restart never flaps a phase or condition.
+//
+// # Imports
+//
+// node imports the API contract (cluster/api, cluster/client) and the work
+// loop library cluster/reconcile (informer keys → rate-limited queue → N
+// workers → sync; shared with the controller so that both retry, log and
+// shut down alike), never the controllers (cluster/vm, cluster/vmi,
+// cluster/node, cluster/controller).
 package node

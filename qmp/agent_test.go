@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/qmp"
 	"github.com/nodevirt/nodevirt/qmp/qmptest"
 )
@@ -135,7 +136,7 @@ func TestAgent_CloseUnblocksWaiters(t *testing.T) {
 			errc <- err
 		}()
 	}
-	waitFor(t, func() bool { return len(s.Received()) >= 2 })
+	testenv.Eventually(t, 5*time.Second, "two commands received", func() bool { return len(s.Received()) >= 2 })
 	a.Close()
 	for range callers {
 		select {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/qmp"
 	"github.com/nodevirt/nodevirt/qmp/qmptest"
 )
@@ -164,7 +165,7 @@ func TestConn_Cancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- c.Stop(ctx) }()
-	waitFor(t, func() bool { return len(s.Received()) == 2 })
+	testenv.Eventually(t, 5*time.Second, "two commands received", func() bool { return len(s.Received()) == 2 })
 	cancel()
 	select {
 	case err := <-errc:
@@ -213,7 +214,7 @@ func TestConn_CloseUnblocksEveryone(t *testing.T) {
 			errc <- err
 		}()
 	}
-	waitFor(t, func() bool { return len(s.Received()) == 1+callers })
+	testenv.Eventually(t, 5*time.Second, "every caller's command received", func() bool { return len(s.Received()) == 1+callers })
 	c.Close()
 	for range callers {
 		select {
@@ -370,16 +371,4 @@ func commands(reqs []qmptest.Request) []string {
 		out = append(out, r.Command)
 	}
 	return out
-}
-
-// waitFor polls cond until it holds or 5 s pass.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
 // netns makes a throwaway network namespace with a bridge (10.0.2.1/24) and
@@ -19,7 +21,7 @@ import (
 func netns(t *testing.T) string {
 	t.Helper()
 	_, err := exec.LookPath("ip")
-	requireTool(t, "root and iproute2 (ip)", "guest-deps", err == nil && os.Geteuid() == 0)
+	testenv.Require(t, err == nil && os.Geteuid() == 0, "root and iproute2 (ip)", "guest-deps")
 	ns := fmt.Sprintf("qmpt%d-%d", os.Getpid()%100000, rand.IntN(100000))
 	run(t, "ip", "netns", "add", ns)
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })

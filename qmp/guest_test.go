@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/qmp"
 )
 
@@ -48,7 +49,7 @@ func run(t *testing.T, name string, args ...string) {
 func lookTool(t *testing.T, name string) {
 	t.Helper()
 	_, err := exec.LookPath(name)
-	requireTool(t, name, "guest-deps", err == nil)
+	testenv.Require(t, err == nil, name, "guest-deps")
 }
 
 // checkNoCloud waits for the user-data markers and the hostname.

@@ -5,7 +5,6 @@ package qmp_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/qmp"
 )
 
@@ -26,49 +26,10 @@ const (
 	bootTimeout = 60 * time.Second
 )
 
-// requireTool fails (CI=true) or skips the test when a prerequisite is missing.
-func requireTool(t testing.TB, what, target string, ok bool) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is missing (CI=true); run `make %s`", what, target)
-	}
-	t.Skipf("%s is missing; run `make %s`", what, target)
-}
-
 // guestDir returns the directory holding the built test guest.
 func guestDir(t testing.TB) string {
 	t.Helper()
-	_, err := exec.LookPath("qemu-system-x86_64")
-	requireTool(t, "qemu-system-x86_64", "guest-deps", err == nil)
-	dir := filepath.Join(outDir(t), "guest")
-	for _, f := range []string{"vmlinux", "initrd.img", "disk.img", "disk.qcow2"} {
-		_, err := os.Stat(filepath.Join(dir, f))
-		requireTool(t, "test guest "+filepath.Join(dir, f), "guest-images", err == nil)
-	}
-	return dir
-}
-
-// outDir is $NODEVIRT_OUT, or _output in the repository root.
-func outDir(t testing.TB) string {
-	if d := os.Getenv("NODEVIRT_OUT"); d != "" {
-		return d
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil &&
-			bytes.Contains(b, []byte("module github.com/nodevirt/nodevirt\n")) {
-			return filepath.Join(d, "_output")
-		}
-		if filepath.Dir(d) == d {
-			t.Fatalf("no nodevirt go.mod above %s", wd)
-		}
-	}
+	return testenv.GuestDir(t, "vmlinux", "initrd.img", "disk.img", "disk.qcow2")
 }
 
 // vmConfig describes a test VM. The zero value boots vmlinux + initrd.img
@@ -92,7 +53,7 @@ type testVM struct {
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	serial  *serialLog
-	stderr  lockedBuffer
+	stderr  testenv.LockedBuffer
 	started time.Time
 }
 
@@ -337,21 +298,4 @@ func (s *serialLog) Wait(prefix string, n int, timeout time.Duration, exited <-c
 			return "", errors.New("timed out")
 		}
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

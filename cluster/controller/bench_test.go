@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
 // BenchmarkLaunchPods creates N VMIs (env NODEVIRT_BENCH_VMIS, default
@@ -38,7 +39,7 @@ func benchLaunchPods(b *testing.B, n int) {
 	b.StopTimer()
 	c := startCluster(b)
 	r := c.startReplica(b, "bench", "--workers=8", "--listen=")
-	eventually(b, 30*time.Second, "leader", func() (bool, error) { return c.leaseHolder() == "bench", nil })
+	testenv.Eventually(b, 30*time.Second, "leader", func() (bool, error) { return c.leaseHolder() == "bench", nil })
 	time.Sleep(2 * time.Second) // let the idle controller settle before the baseline
 	before := rssKB(b, r.cmd.Process.Pid)
 	ns := c.namespace(b, "bench")
@@ -47,12 +48,12 @@ func benchLaunchPods(b *testing.B, n int) {
 	start := time.Now()
 	createVMIs(b, c, ns, n)
 	created := time.Since(start)
-	poll(b, 30*time.Minute, fmt.Sprintf("%d launcher pods", n), func() (bool, error) {
+	testenv.Eventually(b, 30*time.Minute, fmt.Sprintf("%d launcher pods", n), func() (bool, error) {
 		pods, err := c.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
 		return err == nil && len(pods.Items) >= n, err
 	})
 	podsDone := time.Since(start)
-	poll(b, 30*time.Minute, fmt.Sprintf("%d VMIs Scheduling", n), func() (bool, error) {
+	testenv.Eventually(b, 30*time.Minute, fmt.Sprintf("%d VMIs Scheduling", n), func() (bool, error) {
 		vmis, err := c.kv.KubevirtV1().VirtualMachineInstances(ns).List(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			return false, err
@@ -127,21 +128,4 @@ func rssKB(b *testing.B, pid int) int {
 	}
 	b.Fatal("no VmRSS")
 	return 0
-}
-
-// poll is eventually with a 1 s period: listing thousands of objects is
-// itself load on the API server.
-func poll(b *testing.B, d time.Duration, what string, cond func() (bool, error)) {
-	b.Helper()
-	deadline := time.Now().Add(d)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		lastErr = err
-		time.Sleep(time.Second)
-	}
-	b.Fatalf("timed out after %s waiting for %s (last error: %v)", d, what, lastErr)
 }

@@ -17,14 +17,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
-	"github.com/nodevirt/nodevirt/cluster/apitest"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
+	"github.com/nodevirt/nodevirt/hack/testenv"
+	"github.com/nodevirt/nodevirt/hack/testenv/apiserver"
 )
 
 // cluster is a real API server plus clients, shared by the subtests of one
 // integration test. The test plays kubelet, scheduler and node agent.
 type cluster struct {
-	env  *apitest.Env
+	env  *apiserver.Env
 	kube kubernetes.Interface
 	kv   versioned.Interface
 	bin  string
@@ -35,7 +36,7 @@ type cluster struct {
 
 func startCluster(t testing.TB) *cluster {
 	t.Helper()
-	env := apitest.Start(t)
+	env := apiserver.Start(t)
 	c := &cluster{env: env, kube: kubernetes.NewForConfigOrDie(env.Config), kv: versioned.NewForConfigOrDie(env.Config)}
 	c.bin = buildController(t)
 	c.namespace(t, "nodevirt")
@@ -51,7 +52,7 @@ func buildController(t testing.TB) string {
 	if bin := os.Getenv("NODEVIRT_CONTROLLER_BIN"); bin != "" {
 		return bin
 	}
-	root, err := apitest.RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,22 +137,6 @@ func (r *replica) signal(s syscall.Signal) {
 	}
 }
 
-// eventually polls cond every 100 ms until it returns true or d passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		lastErr = err
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s (last error: %v)", d, what, lastErr)
-}
-
 // --- the test plays the node agent, kubelet and scheduler ---
 
 func (c *cluster) getVMI(ns, name string) (*v1.VirtualMachineInstance, error) {
@@ -167,7 +152,7 @@ func (c *cluster) getVM(ns, name string) (*v1.VirtualMachine, error) {
 func (c *cluster) waitVMI(t testing.TB, ns, name string, old string) *v1.VirtualMachineInstance {
 	t.Helper()
 	var vmi *v1.VirtualMachineInstance
-	eventually(t, 30*time.Second, "vmi "+name, func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "vmi "+name, func() (bool, error) {
 		v, err := c.getVMI(ns, name)
 		if err != nil {
 			return false, err
@@ -184,7 +169,7 @@ func (c *cluster) schedule(t testing.TB, vmi *v1.VirtualMachineInstance, node st
 	t.Helper()
 	ctx := context.Background()
 	var pod *corev1.Pod
-	eventually(t, 30*time.Second, "launcher pod of "+vmi.Name, func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "launcher pod of "+vmi.Name, func() (bool, error) {
 		pods, err := c.kube.CoreV1().Pods(vmi.Namespace).List(ctx, metav1.ListOptions{LabelSelector: v1.CreatedByLabel + "=" + string(vmi.UID)})
 		if err != nil || len(pods.Items) == 0 {
 			return false, err
@@ -199,7 +184,7 @@ func (c *cluster) schedule(t testing.TB, vmi *v1.VirtualMachineInstance, node st
 	if err != nil {
 		t.Fatalf("bind pod %s: %v", pod.Name, err)
 	}
-	eventually(t, 10*time.Second, "pod running", func() (bool, error) {
+	testenv.Eventually(t, 10*time.Second, "pod running", func() (bool, error) {
 		p, err := c.kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -209,7 +194,7 @@ func (c *cluster) schedule(t testing.TB, vmi *v1.VirtualMachineInstance, node st
 		return err == nil, err
 	})
 	var out *v1.VirtualMachineInstance
-	eventually(t, 30*time.Second, "vmi "+vmi.Name+" Scheduled", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "vmi "+vmi.Name+" Scheduled", func() (bool, error) {
 		v, err := c.getVMI(vmi.Namespace, vmi.Name)
 		if err != nil {
 			return false, err
@@ -223,7 +208,7 @@ func (c *cluster) schedule(t testing.TB, vmi *v1.VirtualMachineInstance, node st
 // agentPhase plays the agent writing the VMI phase (and Ready when Running).
 func (c *cluster) agentPhase(t testing.TB, ns, name string, phase v1.VirtualMachineInstancePhase) {
 	t.Helper()
-	eventually(t, 10*time.Second, fmt.Sprintf("vmi %s → %s", name, phase), func() (bool, error) {
+	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("vmi %s → %s", name, phase), func() (bool, error) {
 		v, err := c.getVMI(ns, name)
 		if err != nil {
 			return false, err
@@ -246,7 +231,7 @@ func (c *cluster) agentPhase(t testing.TB, ns, name string, phase v1.VirtualMach
 // deleted it removes the VMI finalizer; then waits for the VMI to be gone.
 func (c *cluster) agentRelease(t testing.TB, ns, name string, uid string) {
 	t.Helper()
-	eventually(t, 30*time.Second, "vmi "+name+" released", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "vmi "+name+" released", func() (bool, error) {
 		v, err := c.getVMI(ns, name)
 		if apierrors.IsNotFound(err) || (err == nil && string(v.UID) != uid) {
 			return true, nil
@@ -263,7 +248,7 @@ func (c *cluster) agentRelease(t testing.TB, ns, name string, uid string) {
 func (c *cluster) waitPrintable(t testing.TB, ns, name string, want v1.VirtualMachinePrintableStatus) *v1.VirtualMachine {
 	t.Helper()
 	var vm *v1.VirtualMachine
-	eventually(t, 30*time.Second, fmt.Sprintf("vm %s printableStatus %s", name, want), func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("vm %s printableStatus %s", name, want), func() (bool, error) {
 		v, err := c.getVM(ns, name)
 		if err != nil {
 			return false, err

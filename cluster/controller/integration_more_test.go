@@ -14,12 +14,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
 func (c *cluster) launcherPod(t *testing.T, vmi *v1.VirtualMachineInstance) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
-	eventually(t, 30*time.Second, "launcher pod of "+vmi.Name, func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "launcher pod of "+vmi.Name, func() (bool, error) {
 		pods, err := c.kube.CoreV1().Pods(vmi.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: v1.CreatedByLabel + "=" + string(vmi.UID)})
 		if err != nil || len(pods.Items) == 0 {
 			return false, err
@@ -39,7 +40,7 @@ func testImagePullError(t *testing.T, c *cluster) {
 		t.Errorf("compute image = %q", pod.Spec.Containers[0].Image)
 	}
 	for _, reason := range []string{"ErrImagePull", "ImagePullBackOff"} {
-		eventually(t, 10*time.Second, "pod status "+reason, func() (bool, error) {
+		testenv.Eventually(t, 10*time.Second, "pod status "+reason, func() (bool, error) {
 			p, err := c.kube.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -59,14 +60,14 @@ func testPodDeletedBeforeHandoff(t *testing.T, c *cluster) {
 	c.createVM(t, newVM(ns, "vm", v1.RunStrategyOnce))
 	vmi := c.waitVMI(t, ns, "vm", "")
 	pod := c.launcherPod(t, vmi)
-	eventually(t, 10*time.Second, "vmi Scheduling", func() (bool, error) {
+	testenv.Eventually(t, 10*time.Second, "vmi Scheduling", func() (bool, error) {
 		v, err := c.getVMI(ns, "vm")
 		return err == nil && v.Status.Phase == v1.Scheduling, err
 	})
 	if err := c.kube.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "vmi Failed", func() (bool, error) {
+	testenv.Eventually(t, 10*time.Second, "vmi Failed", func() (bool, error) {
 		v, err := c.getVMI(ns, "vm")
 		return err == nil && v.Status.Phase == v1.Failed && v.Status.Reason != "", err
 	})
@@ -94,7 +95,7 @@ func testNodeUnresponsive(t *testing.T, c *cluster) {
 	c.agentPhase(t, ns, "vm", v1.Running)
 
 	start := time.Now()
-	eventually(t, 30*time.Second, "node unschedulable", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "node unschedulable", func() (bool, error) {
 		n, err := c.kube.CoreV1().Nodes().Get(ctx, "node-hb", metav1.GetOptions{})
 		return err == nil && n.Labels[v1.SchedulableLabel] == "false", err
 	})
@@ -104,7 +105,7 @@ func testNodeUnresponsive(t *testing.T, c *cluster) {
 		t.Fatalf("vmi phase = %s while its pod exists on a Ready node", v.Status.Phase)
 	}
 	// The node goes NotReady: the VMI fails as NodeUnresponsive.
-	eventually(t, 10*time.Second, "node NotReady", func() (bool, error) {
+	testenv.Eventually(t, 10*time.Second, "node NotReady", func() (bool, error) {
 		n, err := c.kube.CoreV1().Nodes().Get(ctx, "node-hb", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -113,7 +114,7 @@ func testNodeUnresponsive(t *testing.T, c *cluster) {
 		_, err = c.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
 		return err == nil, err
 	})
-	eventually(t, 30*time.Second, "vmi Failed NodeUnresponsive", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "vmi Failed NodeUnresponsive", func() (bool, error) {
 		v, err := c.getVMI(ns, "vm")
 		return err == nil && v.Status.Phase == v1.Failed && v.Status.Reason == v1.ReasonNodeUnresponsive, err
 	})
@@ -123,7 +124,7 @@ func testNodeUnresponsive(t *testing.T, c *cluster) {
 	if err := c.kv.KubevirtV1().VirtualMachineInstances(ns).Delete(ctx, "vm", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "vmi gone, pod deleted", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "vmi gone, pod deleted", func() (bool, error) {
 		v, err := c.getVMI(ns, "vm")
 		if err == nil && v.UID == vmi.UID {
 			return false, fmt.Errorf("vmi still there: finalizers %v, phase %s", v.Finalizers, v.Status.Phase)
@@ -138,7 +139,7 @@ func testNodeUnresponsive(t *testing.T, c *cluster) {
 
 func testMetrics(t *testing.T, addr string) {
 	var body string
-	eventually(t, 10*time.Second, "metrics", func() (bool, error) {
+	testenv.Eventually(t, 10*time.Second, "metrics", func() (bool, error) {
 		resp, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
 			return false, err

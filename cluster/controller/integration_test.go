@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
-	"github.com/nodevirt/nodevirt/cluster/apitest"
+	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
 func newVM(ns, name string, strategy v1.VirtualMachineRunStrategy) *v1.VirtualMachine {
@@ -42,7 +42,7 @@ func (c *cluster) createVM(t *testing.T, vm *v1.VirtualMachine) {
 // kube-apiserver; the test plays scheduler, kubelet and node agent.
 func TestIntegration(t *testing.T) {
 	c := startCluster(t)
-	addr := apitest.FreeLoopbackAddr(t)
+	addr := testenv.FreeLoopbackAddr(t)
 	leader := c.startReplica(t, "a", "--listen="+addr, "--heartbeat-recheck=1s")
 	c.waitLeader(t, "a")
 
@@ -71,7 +71,7 @@ func (c *cluster) leaseHolder() string {
 
 func (c *cluster) waitLeader(t *testing.T, id string) {
 	t.Helper()
-	eventually(t, 30*time.Second, "leader "+id, func() (bool, error) { return c.leaseHolder() == id, nil })
+	testenv.Eventually(t, 30*time.Second, "leader "+id, func() (bool, error) { return c.leaseHolder() == id, nil })
 }
 
 func testAlways(t *testing.T, c *cluster) {
@@ -89,7 +89,7 @@ func testAlways(t *testing.T, c *cluster) {
 	c.schedule(t, vmi, "node1")
 	c.agentPhase(t, ns, "vm", v1.Running)
 	got := c.waitPrintable(t, ns, "vm", v1.VirtualMachineStatusRunning)
-	eventually(t, 10*time.Second, "vm ready", func() (bool, error) {
+	testenv.Eventually(t, 10*time.Second, "vm ready", func() (bool, error) {
 		v, err := c.getVM(ns, "vm")
 		return err == nil && v.Status.Ready && v.Status.Created, err
 	})
@@ -111,7 +111,7 @@ func testAlways(t *testing.T, c *cluster) {
 
 	// Always → Halted: the VMI is deleted (the agent would power it off).
 	patchStrategy(t, c, ns, "vm", v1.RunStrategyHalted)
-	eventually(t, 30*time.Second, "vmi gone after Halted", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "vmi gone after Halted", func() (bool, error) {
 		_, err := c.getVMI(ns, "vm")
 		return apierrors.IsNotFound(err), err
 	})
@@ -121,7 +121,7 @@ func testAlways(t *testing.T, c *cluster) {
 	if err := c.kv.KubevirtV1().VirtualMachines(ns).Delete(context.Background(), "vm", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "vm gone", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "vm gone", func() (bool, error) {
 		_, err := c.getVM(ns, "vm")
 		return apierrors.IsNotFound(err), err
 	})
@@ -129,7 +129,7 @@ func testAlways(t *testing.T, c *cluster) {
 
 func patchStrategy(t *testing.T, c *cluster, ns, name string, s v1.VirtualMachineRunStrategy) {
 	t.Helper()
-	eventually(t, 10*time.Second, "patch runStrategy", func() (bool, error) {
+	testenv.Eventually(t, 10*time.Second, "patch runStrategy", func() (bool, error) {
 		vm, err := c.getVM(ns, name)
 		if err != nil {
 			return false, err
@@ -216,7 +216,7 @@ func testManual(t *testing.T, c *cluster) {
 	// Stop: the VMI goes and stays gone.
 	request(t, c, ns, "vm", v1.VirtualMachineStateChangeRequest{Action: v1.StopRequest})
 	c.agentRelease(t, ns, "vm", string(next.UID))
-	eventually(t, 30*time.Second, "requests consumed", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "requests consumed", func() (bool, error) {
 		v, err := c.getVM(ns, "vm")
 		return err == nil && len(v.Status.StateChangeRequests) == 0 && v.Status.PrintableStatus == v1.VirtualMachineStatusStopped, err
 	})
@@ -229,7 +229,7 @@ func testManual(t *testing.T, c *cluster) {
 // state change requests to the VM status.
 func request(t *testing.T, c *cluster, ns, name string, reqs ...v1.VirtualMachineStateChangeRequest) {
 	t.Helper()
-	eventually(t, 10*time.Second, "state change request", func() (bool, error) {
+	testenv.Eventually(t, 10*time.Second, "state change request", func() (bool, error) {
 		vm, err := c.getVM(ns, name)
 		if err != nil {
 			return false, err
@@ -288,7 +288,7 @@ func testFailover(t *testing.T, c *cluster, a *replica) *replica {
 	a.signal(syscall.SIGKILL)
 	<-a.exited
 	killed := time.Now()
-	eventually(t, 3*leaseDuration, "b leads", func() (bool, error) { return c.leaseHolder() == "b", nil })
+	testenv.Eventually(t, 3*leaseDuration, "b leads", func() (bool, error) { return c.leaseHolder() == "b", nil })
 	took := time.Since(killed)
 	t.Logf("failover after SIGKILL of the leader: %s (lease duration %s)", took.Round(100*time.Millisecond), leaseDuration)
 	// client-go measures lease expiry from when the follower observed the

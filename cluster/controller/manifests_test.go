@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/nodevirt/nodevirt/cluster/apitest"
+	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
 // serviceAccount is the identity the controller runs as in deploy/controller.
@@ -24,7 +24,7 @@ const serviceAccount = "system:serviceaccount:nodevirt:nodevirt-controller"
 // permissions it is deployed with.
 func (c *cluster) applyControllerRBAC(t testing.TB) {
 	t.Helper()
-	root, err := apitest.RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,16 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
-// Syncer reconciles one object, named by its namespace/name key.
+// Syncer reconciles the object named by key.
 type Syncer interface {
 	Sync(ctx context.Context, key string) error
 }
+
+// SyncFunc adapts a function to Syncer.
+type SyncFunc func(ctx context.Context, key string) error
+
+// Sync calls f.
+func (f SyncFunc) Sync(ctx context.Context, key string) error { return f(ctx, key) }
 
 // Loop is a named work queue of object keys and the workers draining it.
 type Loop struct {
@@ -23,19 +29,29 @@ type Loop struct {
 	syncer  Syncer
 	log     *slog.Logger
 	metrics *Metrics
+	opts    options
 }
 
 // New returns a Loop named name (used in logs and metric labels) that calls
-// syncer for every queued key, recording into m.
-func New(name string, syncer Syncer, log *slog.Logger, m *Metrics) *Loop {
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, MetricsProvider: m.provider(name)},
-	)
-	return &Loop{name: name, queue: q, syncer: syncer, log: log.With("controller", name), metrics: m}
+// syncer for every queued key, recording into m (nil: no loop metrics).
+func New(name string, syncer Syncer, log *slog.Logger, m *Metrics, opts ...Option) *Loop {
+	o := options{keyAttr: "key"}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cfg := workqueue.TypedRateLimitingQueueConfig[string]{Name: name}
+	if m != nil {
+		cfg.MetricsProvider = m.provider(name)
+	}
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), cfg)
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Loop{name: name, queue: q, syncer: syncer, log: log.With("controller", name), metrics: m, opts: o}
 }
 
-// Enqueue adds the key of obj (an API object or a cache tombstone).
+// Enqueue adds the namespace/name key of obj (an API object or a cache
+// tombstone).
 func (l *Loop) Enqueue(obj any) {
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
@@ -45,18 +61,24 @@ func (l *Loop) Enqueue(obj any) {
 	l.queue.Add(key)
 }
 
-// EnqueueKey adds a namespace/name key.
+// EnqueueKey adds key.
 func (l *Loop) EnqueueKey(key string) { l.queue.Add(key) }
 
 // EnqueueAfter adds key once d has passed.
 func (l *Loop) EnqueueAfter(key string, d time.Duration) { l.queue.AddAfter(key, d) }
 
-// Handler returns informer event handlers that enqueue the changed object.
-func (l *Loop) Handler() cache.ResourceEventHandlerFuncs {
+// Handler returns informer event handlers that enqueue the changed object
+// by its namespace/name key.
+func (l *Loop) Handler() cache.ResourceEventHandlerFuncs { return HandlerFunc(l.Enqueue) }
+
+// HandlerFunc returns informer event handlers that call f with the added,
+// updated (new version) or deleted object (possibly a tombstone). Loops
+// keyed by something else than namespace/name compute their key in f.
+func HandlerFunc(f func(obj any)) cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    l.Enqueue,
-		UpdateFunc: func(_, obj any) { l.Enqueue(obj) },
-		DeleteFunc: l.Enqueue,
+		AddFunc:    f,
+		UpdateFunc: func(_, obj any) { f(obj) },
+		DeleteFunc: f,
 	}
 }
 
@@ -67,8 +89,13 @@ func (l *Loop) SetSyncer(s Syncer) { l.syncer = s }
 // Len is the number of keys waiting (not counting delayed ones).
 func (l *Loop) Len() int { return l.queue.Len() }
 
+// ShutDown stops the queue; Run calls it when ctx ends. An owner whose
+// start fails before it calls Run calls it to release the queue.
+func (l *Loop) ShutDown() { l.queue.ShutDown() }
+
 // Run starts workers goroutines and blocks until ctx is done; then it shuts
 // the queue down and waits for the workers to finish their current key.
+// Keys still queued then are dropped: the next process resyncs them.
 func (l *Loop) Run(ctx context.Context, workers int) {
 	var wg sync.WaitGroup
 	for range workers {
@@ -84,23 +111,34 @@ func (l *Loop) Run(ctx context.Context, workers int) {
 	wg.Wait()
 }
 
+// next syncs one key; false stops the worker.
 func (l *Loop) next(ctx context.Context) bool {
 	key, shutdown := l.queue.Get()
 	if shutdown {
 		return false
 	}
 	defer l.queue.Done(key)
+	if ctx.Err() != nil {
+		return false
+	}
 	start := time.Now()
 	err := l.syncer.Sync(ctx, key)
-	l.metrics.observeSync(l.name, time.Since(start), err)
+	took := time.Since(start)
+	if l.metrics != nil {
+		l.metrics.observeSync(l.name, took, err)
+	}
+	if l.opts.observe != nil {
+		l.opts.observe(took, err)
+	}
+	if ctx.Err() != nil {
+		return false
+	}
 	if err != nil {
-		switch {
-		case ctx.Err() != nil:
-		case apierrors.IsConflict(err):
+		if apierrors.IsConflict(err) {
 			// Another writer (the agent, a user) changed the object: normal.
-			l.log.Debug("sync conflicted, requeued", "key", key, "err", err)
-		default:
-			l.log.Error("sync failed, requeued", "key", key, "retries", l.queue.NumRequeues(key), "err", err)
+			l.log.Debug("sync conflicted, requeued", l.opts.keyAttr, key, "err", err)
+		} else {
+			l.log.Error("sync failed, requeued", l.opts.keyAttr, key, "retries", l.queue.NumRequeues(key), "took", took, "err", err)
 		}
 		l.queue.AddRateLimited(key)
 		return true

@@ -1,4 +1,6 @@
 # shellcheck shell=bash
+# The variables set here are read by the scripts that source this file:
+# shellcheck disable=SC2034
 # Shared configuration and helpers of the local cluster scripts (up.sh,
 # down.sh, import-images.sh). Sourced, never run.
 #

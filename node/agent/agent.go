@@ -17,11 +17,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
 	virtinformers "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions"
+	"github.com/nodevirt/nodevirt/cluster/reconcile"
 	"github.com/nodevirt/nodevirt/node/launchspec/convert"
 	"github.com/nodevirt/nodevirt/store"
 )
@@ -58,7 +58,7 @@ type Agent struct {
 	cfg      Config
 	deps     Deps
 	log      *slog.Logger
-	queue    workqueue.TypedRateLimitingInterface[string]
+	loop     *reconcile.Loop // keyed by VMI UID
 	recorder record.EventRecorder
 	metrics  *agentMetrics
 
@@ -89,15 +89,14 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		log:     deps.Log,
 		domains: map[string]*domain{},
 		now:     time.Now,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "vmi"}),
 	}
 	m, err := newAgentMetrics(deps.Registerer, cfg.NodeName, deps.Store.Path(), a.connectedDomains)
 	if err != nil {
 		return nil, fmt.Errorf("agent: metrics: %w", err)
 	}
 	a.metrics = m
+	a.loop = reconcile.New("vmi", reconcile.SyncFunc(a.sync), deps.Log, nil,
+		reconcile.WithKeyAttr("uid"), reconcile.WithObserver(m.observeSync))
 	a.vmis = virtinformers.NewSharedInformerFactoryWithOptions(deps.Virt, 0,
 		virtinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = labels.Set{v1.NodeNameLabel: cfg.NodeName}.String()
@@ -149,7 +148,7 @@ func metaOf(obj any) (metav1.Object, error) {
 // enqueueVMI enqueues the VMI of an informer event by UID.
 func (a *Agent) enqueueVMI(obj any) {
 	if m, err := metaOf(obj); err == nil {
-		a.queue.Add(string(m.GetUID()))
+		a.enqueue(string(m.GetUID()))
 	}
 }
 
@@ -157,33 +156,26 @@ func (a *Agent) enqueueVMI(obj any) {
 func (a *Agent) enqueuePod(obj any) {
 	if m, err := metaOf(obj); err == nil {
 		if uid := m.GetLabels()[v1.CreatedByLabel]; uid != "" {
-			a.queue.Add(uid)
+			a.enqueue(uid)
 		}
 	}
 }
 
 // enqueue is handed to domain watchers (QMP events, QEMU exit).
-func (a *Agent) enqueue(uid string) { a.queue.Add(uid) }
+func (a *Agent) enqueue(uid string) { a.loop.EnqueueKey(uid) }
 
 // Run starts the informers and workers and blocks until ctx ends. Running
 // QEMUs are left alone when it returns: a restarted agent re-attaches.
 func (a *Agent) Run(ctx context.Context) error {
 	a.started = time.Now()
-	defer a.queue.ShutDown()
+	defer a.loop.ShutDown()
 	defer a.closeDomains()
 	a.recorder = a.newRecorder(ctx)
 
-	handler := func(f func(any)) cache.ResourceEventHandlerFuncs {
-		return cache.ResourceEventHandlerFuncs{
-			AddFunc:    f,
-			UpdateFunc: func(_, obj any) { f(obj) },
-			DeleteFunc: f,
-		}
-	}
-	if _, err := a.vmis.AddEventHandler(handler(a.enqueueVMI)); err != nil {
+	if _, err := a.vmis.AddEventHandler(reconcile.HandlerFunc(a.enqueueVMI)); err != nil {
 		return fmt.Errorf("agent: VMI handler: %w", err)
 	}
-	if _, err := a.pods.AddEventHandler(handler(a.enqueuePod)); err != nil {
+	if _, err := a.pods.AddEventHandler(reconcile.HandlerFunc(a.enqueuePod)); err != nil {
 		return fmt.Errorf("agent: pod handler: %w", err)
 	}
 	go a.vmis.Run(ctx.Done())
@@ -196,18 +188,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.log.Info("agent started", "node", a.cfg.NodeName, "kvm", a.deps.KVM.Usable, "kvmReason", a.deps.KVM.Reason)
 
-	var wg sync.WaitGroup
-	for range a.cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for a.processNext(ctx) {
-			}
-		}()
-	}
+	workersDone := make(chan struct{})
+	go func() {
+		defer close(workersDone)
+		a.loop.Run(ctx, a.cfg.Workers)
+	}()
 	a.resyncLoop(ctx)
-	a.queue.ShutDown()
-	wg.Wait()
+	<-workersDone // the workers finish their current key
 	return nil
 }
 
@@ -220,7 +207,7 @@ func (a *Agent) enqueueRecords(ctx context.Context) error {
 	}
 	for _, r := range recs {
 		if !r.IsGone() {
-			a.queue.Add(r.UID)
+			a.enqueue(r.UID)
 		}
 	}
 	return nil
@@ -249,27 +236,6 @@ func (a *Agent) resyncLoop(ctx context.Context) {
 			a.log.Info("pruned records", "count", len(gone))
 		}
 	}
-}
-
-func (a *Agent) processNext(ctx context.Context) bool {
-	uid, shutdown := a.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer a.queue.Done(uid)
-	start := time.Now()
-	err := a.sync(ctx, uid)
-	a.metrics.observeSync(start, err)
-	if err != nil {
-		if ctx.Err() != nil {
-			return false
-		}
-		a.log.Error("sync failed", "uid", uid, "err", err, "took", time.Since(start))
-		a.queue.AddRateLimited(uid)
-		return true
-	}
-	a.queue.Forget(uid)
-	return true
 }
 
 // domain returns the runtime of uid, creating it.

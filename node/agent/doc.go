@@ -4,7 +4,10 @@
 // Shape (sample-controller): two informers — VMIs labelled
 // kubevirt.io/nodeName=<node>, launcher pods on the node (field selector
 // spec.nodeName) — feed a typed rate-limited workqueue keyed by VMI UID;
-// Config.Workers goroutines run sync(ctx, uid). The workqueue never runs
+// Config.Workers goroutines run sync(ctx, uid). The queue and its workers
+// are the work loop the controller uses too (cluster/reconcile.Loop, with
+// the agent's own nodevirt_agent_reconcile_duration_seconds as its
+// observer and no controller queue metrics). The workqueue never runs
 // one key on two workers at once, which serialises everything done for one
 // VMI (netsetup requires it).
 //

@@ -3,10 +3,12 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/qmp"
 	"github.com/nodevirt/nodevirt/qmp/qmptest"
 )
@@ -21,13 +23,12 @@ func newTestDomain() (*domain, <-chan string) {
 
 func waitView(t *testing.T, d *domain, what string, ok func(RuntimeView) bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !ok(d.view()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; view %+v", what, d.view())
+	testenv.Eventually(t, 5*time.Second, what, func() error {
+		if v := d.view(); !ok(v) {
+			return fmt.Errorf("view %+v", v)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestDomain_AttachFollowsRunState(t *testing.T) {

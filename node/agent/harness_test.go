@@ -21,33 +21,21 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
-	"github.com/nodevirt/nodevirt/cluster/apitest"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
+	"github.com/nodevirt/nodevirt/hack/testenv"
+	"github.com/nodevirt/nodevirt/hack/testenv/apiserver"
 	"github.com/nodevirt/nodevirt/node/launcher"
 	"github.com/nodevirt/nodevirt/node/podfs"
 )
 
 const testNode = "node1"
 
-// need fails the test under CI=true and skips it otherwise.
-func need(t *testing.T, ok bool, what, target string) {
-	t.Helper()
-	if ok {
-		return
-	}
-	msg := fmt.Sprintf("%s (run `make %s`)", what, target)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
 // requireHost checks root and the host tools the integration test needs.
 func requireHost(t *testing.T) {
-	need(t, os.Geteuid() == 0, "the agent integration test needs root (netns, nftables, taps)", "test-agent")
+	testenv.Require(t, os.Geteuid() == 0, "the agent integration test needs root (netns, nftables, taps)", "test-agent")
 	for _, tool := range []string{"qemu-system-x86_64", "ip", "unshare"} {
 		_, err := exec.LookPath(tool)
-		need(t, err == nil, tool+" is not installed", "guest-deps agent-deps")
+		testenv.Require(t, err == nil, tool+" is not installed", "guest-deps agent-deps")
 	}
 }
 
@@ -55,7 +43,7 @@ func requireHost(t *testing.T) {
 type harness struct {
 	t        *testing.T
 	ctx      context.Context
-	env      *apitest.Env
+	env      *apiserver.Env
 	virt     versioned.Interface
 	kube     kubernetes.Interface
 	bin      string // built binaries
@@ -77,13 +65,13 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	requireHost(t)
-	out, err := apitest.OutDir()
+	out, err := testenv.OutDir()
 	if err != nil {
 		t.Fatal(err)
 	}
 	guest := filepath.Join(out, "guest")
-	apitest.RequireFiles(t, "guest-images", filepath.Join(guest, "vmlinux"), filepath.Join(guest, "initrd.img"))
-	env := apitest.Start(t)
+	testenv.RequireFiles(t, "guest-images", filepath.Join(guest, "vmlinux"), filepath.Join(guest, "initrd.img"))
+	env := apiserver.Start(t)
 	h := &harness{t: t, ctx: context.Background(), env: env, guest: guest, ns: "vms"}
 	h.virt = versioned.NewForConfigOrDie(env.Config)
 	h.kube = kubernetes.NewForConfigOrDie(env.Config)
@@ -100,7 +88,7 @@ func newHarness(t *testing.T) *harness {
 	h.agentLog = filepath.Join(dir, "agent.log")
 	h.apiSocket, h.caDir = filepath.Join(dir, "agent.sock"), filepath.Join(dir, "ca")
 	h.tlsAddr = writeTestCA(t, h.caDir)
-	h.metricsAddr = apitest.FreeLoopbackAddr(t)
+	h.metricsAddr = testenv.FreeLoopbackAddr(t)
 	h.build()
 	if _, err := h.kube.CoreV1().Namespaces().Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -119,7 +107,7 @@ func newHarness(t *testing.T) *harness {
 
 // build compiles the agent and the launcher from this checkout.
 func (h *harness) build() {
-	root, err := apitest.RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -476,25 +464,11 @@ func (v *vm) get() *v1.VirtualMachineInstance {
 	return vmi
 }
 
-// waitFor polls cond every 20 ms until it is true or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	deadline := start.Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
 // waitPhase waits until the VMI reaches phase.
 func (v *vm) waitPhase(t *testing.T, phase v1.VirtualMachineInstancePhase, timeout time.Duration) *v1.VirtualMachineInstance {
 	t.Helper()
 	var last *v1.VirtualMachineInstance
-	waitFor(t, timeout, fmt.Sprintf("VMI %s phase %s", v.name, phase), func() bool {
+	testenv.Eventually(t, timeout, fmt.Sprintf("VMI %s phase %s", v.name, phase), func() bool {
 		last = v.get()
 		return last != nil && last.Status.Phase == phase
 	})

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/netsetup"
 	"github.com/nodevirt/nodevirt/node/podfs"
 	"github.com/nodevirt/nodevirt/qmp"
@@ -89,7 +90,7 @@ func TestAgent_Integration(t *testing.T) {
 			status v1.VirtualMachineInstanceStatus
 		}
 		for _, v := range vms {
-			waitFor(t, 60*time.Second, "guest agent of "+v.name, func() bool {
+			testenv.Eventually(t, 60*time.Second, "guest agent of "+v.name, func() bool {
 				vmi := v.get()
 				return vmi != nil && conditionIs(vmi, v1.VirtualMachineInstanceAgentConnected, corev1.ConditionTrue)
 			})
@@ -113,11 +114,11 @@ func TestAgent_Integration(t *testing.T) {
 			}
 			off := h.agentLogSize()
 			start := h.startAgent(t)
-			adopt = append(adopt, waitFor(t, 20*time.Second, "re-adoption of every VM", func() bool {
+			adopt = append(adopt, testenv.Eventually(t, 20*time.Second, "re-adoption of every VM", func() bool {
 				return len(h.agentLogLines(off, "domain attached")) >= len(vms)
 			}))
 			for _, v := range []*vm{masq, bridge} {
-				waitFor(t, 5*time.Second, "DHCP server of "+v.name, v.dhcpListening)
+				testenv.Eventually(t, 5*time.Second, "DHCP server of "+v.name, v.dhcpListening)
 				dhcp = append(dhcp, time.Since(start))
 			}
 			for _, v := range vms {
@@ -172,7 +173,7 @@ func TestAgent_Integration(t *testing.T) {
 		}
 		off := h.agentLogSize()
 		h.startAgent(t)
-		waitFor(t, 10*time.Second, "record of the vanished VMI marked gone", func() bool {
+		testenv.Eventually(t, 10*time.Second, "record of the vanished VMI marked gone", func() bool {
 			for _, l := range h.agentLogLines(off, "record marked gone") {
 				if l["vmi"] == h.ns+"/"+bridge.name {
 					return true
@@ -216,7 +217,7 @@ func TestAgent_Integration(t *testing.T) {
 		v.waitPhase(t, v1.Running, 60*time.Second)
 		// acpid starts after the ready marker: wait until the guest is
 		// fully up (its agent answers) so the power button is heard.
-		waitFor(t, 90*time.Second, "guest agent of evicted", func() bool {
+		testenv.Eventually(t, 90*time.Second, "guest agent of evicted", func() bool {
 			vmi := v.get()
 			return vmi != nil && conditionIs(vmi, v1.VirtualMachineInstanceAgentConnected, corev1.ConditionTrue)
 		})
@@ -227,7 +228,7 @@ func TestAgent_Integration(t *testing.T) {
 		if err := pods.Delete(ctx, v.podName, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, "Ready=False PodTerminating", func() bool {
+		testenv.Eventually(t, 10*time.Second, "Ready=False PodTerminating", func() bool {
 			vmi := v.get()
 			return vmi != nil && conditionIs(vmi, v1.VirtualMachineInstanceReady, corev1.ConditionFalse)
 		})
@@ -332,7 +333,7 @@ func conditionIs(vmi *v1.VirtualMachineInstance, typ v1.VirtualMachineInstanceCo
 func (h *harness) wantEvent(t *testing.T, v *vm, typ, reason string) {
 	t.Helper()
 	sel := fields.Set{"involvedObject.name": v.name, "reason": reason, "type": typ}.AsSelector().String()
-	waitFor(t, 10*time.Second, "event "+reason+" on "+v.name, func() bool {
+	testenv.Eventually(t, 10*time.Second, "event "+reason+" on "+v.name, func() bool {
 		evs, err := h.kube.CoreV1().Events(h.ns).List(context.Background(), metav1.ListOptions{FieldSelector: sel})
 		return err == nil && len(evs.Items) > 0
 	})

@@ -63,13 +63,13 @@ func newAgentMetrics(reg prometheus.Registerer, node, dbPath string, connected f
 	return m, nil
 }
 
-// observeSync records one sync's duration.
-func (m *agentMetrics) observeSync(start time.Time, err error) {
+// observeSync records one sync's duration (the work loop's observer).
+func (m *agentMetrics) observeSync(took time.Duration, err error) {
 	result := "ok"
 	if err != nil {
 		result = "error"
 	}
-	m.reconcile.WithLabelValues(result).Observe(time.Since(start).Seconds())
+	m.reconcile.WithLabelValues(result).Observe(took.Seconds())
 }
 
 // timeQMP returns a func that records the duration of command when called.

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
 // TestMetrics_ScrapeTime measures the agent's /metrics scrape time with 1
@@ -24,7 +26,7 @@ func TestMetrics_ScrapeTime(t *testing.T) {
 			v := h.createVM(t, fmt.Sprintf("bench-%02d", created), vmOpts{paused: true})
 			v.serial.stop()
 		}
-		waitFor(t, 5*time.Minute, fmt.Sprintf("%d live VMs on /metrics", n), func() bool {
+		testenv.Eventually(t, 5*time.Minute, fmt.Sprintf("%d live VMs on /metrics", n), func() bool {
 			vms, _ := sample(h.scrape(t), "nodevirt_agent_scrape_vms", map[string]string{"node": testNode})
 			return int(vms) == n
 		})

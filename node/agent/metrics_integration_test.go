@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/node/api"
 )
 
@@ -27,7 +28,7 @@ func TestMetrics_Integration(t *testing.T) {
 	if l := v.waitSerial(t, "NODEVIRT-GUEST-GW", 120*time.Second); l != "NODEVIRT-GUEST-GW-OK" {
 		t.Fatalf("guest network: %q", l)
 	}
-	waitFor(t, 60*time.Second, "guest agent", func() bool {
+	testenv.Eventually(t, 60*time.Second, "guest agent", func() bool {
 		vmi := v.get()
 		return vmi != nil && conditionIs(vmi, v1.VirtualMachineInstanceAgentConnected, corev1.ConditionTrue)
 	})
@@ -51,7 +52,7 @@ func TestMetrics_Integration(t *testing.T) {
 		{"kubevirt_vmi_storage_iops_read_total", with("drive", "cloudinit")},
 	}
 	var before map[string]*dto.MetricFamily
-	waitFor(t, 30*time.Second, "every series on /metrics", func() bool {
+	testenv.Eventually(t, 30*time.Second, "every series on /metrics", func() bool {
 		before = h.scrape(t)
 		for _, s := range series {
 			if _, ok := sample(before, s.name, s.labels); !ok {
@@ -82,7 +83,7 @@ func TestMetrics_Integration(t *testing.T) {
 	if b, ok := sample(before, "kubevirt_vmi_memory_actual_balloon_bytes", vmLabels); !ok || b != 128<<20 {
 		t.Errorf("actual balloon bytes = %v, %v; want 128 MiB", b, ok)
 	}
-	waitFor(t, 60*time.Second, "balloon guest stats", func() bool {
+	testenv.Eventually(t, 60*time.Second, "balloon guest stats", func() bool {
 		fams := h.scrape(t)
 		for _, name := range []string{"kubevirt_vmi_memory_available_bytes", "kubevirt_vmi_memory_usable_bytes", "kubevirt_vmi_memory_unused_bytes"} {
 			if v, ok := sample(fams, name, vmLabels); !ok || v <= 0 {
@@ -107,7 +108,7 @@ func TestMetrics_Integration(t *testing.T) {
 		if s.name == "kubevirt_vmi_memory_resident_bytes" {
 			continue // a gauge: may stay put
 		}
-		waitFor(t, 20*time.Second, s.name+" to grow", func() bool { return grown(s.name, s.labels) })
+		testenv.Eventually(t, 20*time.Second, s.name+" to grow", func() bool { return grown(s.name, s.labels) })
 	}
 
 	t.Run("Prometheus", func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/node/api"
 	"github.com/nodevirt/nodevirt/node/podfs"
 	"github.com/nodevirt/nodevirt/qmp"
@@ -40,13 +41,13 @@ func TestSurfaces_Integration(t *testing.T) {
 	v.waitPhase(t, v1.Running, 60*time.Second)
 	v.waitSerial(t, "NODEVIRT-GUEST-READY", 90*time.Second)
 	v.waitSerial(t, "NODEVIRT-USERDATA-END", 60*time.Second)
-	waitFor(t, 60*time.Second, "guest agent of "+v.name, func() bool {
+	testenv.Eventually(t, 60*time.Second, "guest agent of "+v.name, func() bool {
 		return conditionIs(v.get(), v1.VirtualMachineInstanceAgentConnected, corev1.ConditionTrue)
 	})
 
 	t.Run("GuestInterfaces", func(t *testing.T) {
 		var got []v1.VirtualMachineInstanceNetworkInterface
-		waitFor(t, 20*time.Second, "guest agent data in status.interfaces", func() bool {
+		testenv.Eventually(t, 20*time.Second, "guest agent data in status.interfaces", func() bool {
 			got = v.get().Status.Interfaces
 			return len(got) == 1 && got[0].InfoSource == "domain, guest-agent"
 		})
@@ -88,7 +89,7 @@ func TestSurfaces_Integration(t *testing.T) {
 		up0 := v.uptimeViaAPI(t, c)
 		start := time.Now()
 		v.mustCall(t, http.MethodPut, "pause")
-		took := waitFor(t, 5*time.Second, "Paused=True, Ready=False", func() bool {
+		took := testenv.Eventually(t, 5*time.Second, "Paused=True, Ready=False", func() bool {
 			vmi := v.get()
 			return conditionIs(vmi, v1.VirtualMachineInstancePaused, corev1.ConditionTrue) &&
 				conditionIs(vmi, v1.VirtualMachineInstanceReady, corev1.ConditionFalse)
@@ -101,7 +102,7 @@ func TestSurfaces_Integration(t *testing.T) {
 		time.Sleep(3 * time.Second) // the pause whose length the guest must not see
 		v.mustCall(t, http.MethodPut, "unpause")
 		paused := time.Since(start)
-		waitFor(t, 5*time.Second, "Ready=True after unpause", func() bool {
+		testenv.Eventually(t, 5*time.Second, "Ready=True after unpause", func() bool {
 			vmi := v.get()
 			return conditionIs(vmi, v1.VirtualMachineInstanceReady, corev1.ConditionTrue) &&
 				!conditionIs(vmi, v1.VirtualMachineInstancePaused, corev1.ConditionTrue)
@@ -117,7 +118,7 @@ func TestSurfaces_Integration(t *testing.T) {
 
 	t.Run("PauseSurvivesAgentKill", func(t *testing.T) {
 		v.mustCall(t, http.MethodPut, "pause")
-		waitFor(t, 5*time.Second, "Paused=True", func() bool {
+		testenv.Eventually(t, 5*time.Second, "Paused=True", func() bool {
 			return conditionIs(v.get(), v1.VirtualMachineInstancePaused, corev1.ConditionTrue)
 		})
 		// Agent gone: resume QEMU behind its back (QMP takes one client,
@@ -126,11 +127,11 @@ func TestSurfaces_Integration(t *testing.T) {
 		resumeBehindAgent(t, v)
 		off := h.agentLogSize()
 		h.startAgent(t)
-		waitFor(t, 20*time.Second, "re-applied pause", func() bool {
+		testenv.Eventually(t, 20*time.Second, "re-applied pause", func() bool {
 			return len(h.agentLogLines(off, "re-applied pause")) > 0
 		})
 		var st struct{ Status string }
-		waitFor(t, 10*time.Second, "node API back", func() bool {
+		testenv.Eventually(t, 10*time.Second, "node API back", func() bool {
 			res, err := c.QMP(context.Background(), ref, api.Command{Execute: "query-status"})
 			return err == nil && json.Unmarshal(res, &st) == nil
 		})
@@ -149,7 +150,7 @@ func TestSurfaces_Integration(t *testing.T) {
 		if err := c.Unpause(context.Background(), ref); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, "Ready=True", func() bool {
+		testenv.Eventually(t, 5*time.Second, "Ready=True", func() bool {
 			return conditionIs(v.get(), v1.VirtualMachineInstanceReady, corev1.ConditionTrue)
 		})
 		t.Logf("unpause after restart → Ready=True in %v", time.Since(start).Round(time.Millisecond))
@@ -164,7 +165,7 @@ func TestSurfaces_Integration(t *testing.T) {
 
 	t.Run("StartPausedAndConsole", func(t *testing.T) {
 		sp.waitPhase(t, v1.Running, 60*time.Second)
-		waitFor(t, 5*time.Second, "Paused=True on the startPaused VMI", func() bool {
+		testenv.Eventually(t, 5*time.Second, "Paused=True on the startPaused VMI", func() bool {
 			return conditionIs(sp.get(), v1.VirtualMachineInstancePaused, corev1.ConditionTrue)
 		})
 		ws := sp.stream(t, "console")
@@ -263,7 +264,7 @@ func TestSurfaces_Integration(t *testing.T) {
 		}
 		t.Logf("node API pause over %d calls: p50 %v, p99 %v", n, pct(pause, 50), pct(pause, 99))
 		t.Logf("node API unpause over %d calls: p50 %v, p99 %v", n, pct(unpause, 50), pct(unpause, 99))
-		waitFor(t, 5*time.Second, "Ready=True after the benchmark", func() bool {
+		testenv.Eventually(t, 5*time.Second, "Ready=True after the benchmark", func() bool {
 			return conditionIs(v.get(), v1.VirtualMachineInstanceReady, corev1.ConditionTrue)
 		})
 	})
@@ -330,7 +331,7 @@ func resumeBehindAgent(t *testing.T, v *vm) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var conn *qmp.Conn
-	waitFor(t, 5*time.Second, "QMP socket free", func() bool {
+	testenv.Eventually(t, 5*time.Second, "QMP socket free", func() bool {
 		nc, err := dial(ctx, v.pod.Socket(podfs.QMPSocket))
 		if err != nil {
 			return false

@@ -20,7 +20,7 @@ func (a *Agent) sync(ctx context.Context, uid string) error {
 			return err
 		}
 	}
-	a.queue.Add(uid)
+	a.enqueue(uid)
 	return nil
 }
 
@@ -62,7 +62,7 @@ func (a *Agent) syncOnce(ctx context.Context, uid string) (again bool, err error
 		}
 	}
 	if p.Requeue > 0 {
-		a.queue.AddAfter(uid, p.Requeue)
+		a.loop.EnqueueAfter(uid, p.Requeue)
 	}
 	return p.Again, nil
 }

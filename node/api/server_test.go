@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/gorilla/websocket"
 
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/node/api"
 	"github.com/nodevirt/nodevirt/qmp"
 	"github.com/nodevirt/nodevirt/store"
@@ -87,7 +88,7 @@ func newEnv(t *testing.T, recs ...store.Record) *env {
 			t.Errorf("ServeUnix: %v", err)
 		}
 	})
-	waitFor(t, func() bool {
+	testenv.Eventually(t, 5*time.Second, "the node API socket accepting", func() bool {
 		c, err := net.Dial("unix", e.socket)
 		if err == nil {
 			c.Close()
@@ -95,17 +96,6 @@ func newEnv(t *testing.T, recs ...store.Record) *env {
 		return err == nil
 	})
 	return e
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func (e *env) do(t *testing.T, method, path string) (int, string) {

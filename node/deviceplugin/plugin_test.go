@@ -3,7 +3,6 @@ package deviceplugin_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/node/deviceplugin"
 	"github.com/nodevirt/nodevirt/node/deviceplugin/deviceplugintest"
 )
@@ -39,7 +39,7 @@ func startFixture(t *testing.T, count int) *fixture {
 	writeFile(t, filepath.Join(host, "dev", "net", "tun"))
 	f := &fixture{kubelet: deviceplugintest.Start(t, dir), host: host, stopped: make(chan error, 1)}
 	p, err := deviceplugin.New(deviceplugin.Tun(), deviceplugin.Config{
-		Dir: dir, Count: count, PollInterval: 20 * time.Millisecond, Host: os.DirFS(host), Logger: testLogger(t),
+		Dir: dir, Count: count, PollInterval: 20 * time.Millisecond, Host: os.DirFS(host), Logger: testenv.Logger(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -53,18 +53,6 @@ func startFixture(t *testing.T, count int) *fixture {
 		<-f.stopped
 	})
 	return f
-}
-
-// testLogger sends the plugin's log to the test log.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(logWriter{t}, nil))
-}
-
-type logWriter struct{ t *testing.T }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }
 
 func writeFile(t *testing.T, path string) {

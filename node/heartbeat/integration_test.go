@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
-	"github.com/nodevirt/nodevirt/cluster/apitest"
+	"github.com/nodevirt/nodevirt/hack/testenv/apiserver"
 	"github.com/nodevirt/nodevirt/node/heartbeat"
 )
 
@@ -18,7 +18,7 @@ import (
 // the label and annotation appear, the annotation refreshes, other labels
 // survive, and a clean stop sets schedulable=false.
 func TestHeartbeat_RealAPIServer(t *testing.T) {
-	env := apitest.Start(t)
+	env := apiserver.Start(t)
 	client := kubernetes.NewForConfigOrDie(env.Config)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

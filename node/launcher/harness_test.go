@@ -2,7 +2,6 @@ package launcher_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodevirt/nodevirt/cluster/apitest"
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/node/launcher"
 	"github.com/nodevirt/nodevirt/node/launchspec"
 )
@@ -39,40 +38,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// prereq fails the test under CI=true and skips it otherwise.
-func prereq(t *testing.T, ok bool, what, target string) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("prerequisite missing under CI=true: %s (provided by `make %s`)", what, target)
-	}
-	t.Skipf("prerequisite missing: %s (run `make %s`)", what, target)
-}
-
 // guestDir returns the built test guest's directory, after checking QEMU.
 func guestDir(t *testing.T) string {
 	t.Helper()
 	for _, bin := range []string{launcher.DefaultQEMU, launcher.DefaultQEMUImg} {
 		_, err := os.Stat(bin)
-		prereq(t, err == nil, bin, "guest-deps")
+		testenv.Require(t, err == nil, bin, "guest-deps")
 	}
-	dir := filepath.Join(outDir(t), "guest")
-	for _, f := range []string{"vmlinux", "initrd.img", "disk.qcow2"} {
-		_, err := os.Stat(filepath.Join(dir, f))
-		prereq(t, err == nil, "test guest "+filepath.Join(dir, f), "guest-images")
-	}
-	return dir
-}
-
-// outDir is $NODEVIRT_OUT, or _output in the repository root.
-func outDir(t *testing.T) string {
-	d, err := apitest.OutDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return testenv.GuestDir(t, "vmlinux", "initrd.img", "disk.qcow2")
 }
 
 var buildOnce sync.Once
@@ -119,12 +92,12 @@ func newPod(t *testing.T) *pod {
 type proc struct {
 	cmd    *exec.Cmd
 	done   chan struct{}
-	stderr *lockedBuffer
+	stderr *testenv.LockedBuffer
 }
 
 func startProc(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(name, args...), done: make(chan struct{}), stderr: &lockedBuffer{}}
+	p := &proc{cmd: exec.Command(name, args...), done: make(chan struct{}), stderr: &testenv.LockedBuffer{}}
 	p.cmd.Stdout, p.cmd.Stderr = p.stderr, p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -166,7 +139,7 @@ func startLauncher(t *testing.T, pd *pod) (*proc, *launcher.Client) {
 	p := startProc(t, bin, "run", "--sockets", pd.paths.Sockets, "--private", pd.paths.Private,
 		"--linger", "300ms", "--kill-wait", "2s")
 	c := launcher.NewClient(pd.paths.Socket(launchspec.LauncherSocket))
-	poll(t, 10*time.Second, "launcher API", func() error {
+	testenv.Eventually(t, 10*time.Second, "launcher API", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_, err := c.Status(ctx)
@@ -175,28 +148,12 @@ func startLauncher(t *testing.T, pd *pod) (*proc, *launcher.Client) {
 	return p, c
 }
 
-// poll calls f until it succeeds or timeout passes.
-func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not ready after %v: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // waitRunning polls the launcher until QEMU runs. QEMU dies with the
 // launcher (PR_SET_PDEATHSIG); a cleanup kills it by pid as a second guard.
 func waitRunning(t *testing.T, c *launcher.Client) launcher.Status {
 	t.Helper()
 	var st launcher.Status
-	poll(t, 60*time.Second, "QEMU running", func() error {
+	testenv.Eventually(t, 60*time.Second, "QEMU running", func() error {
 		var err error
 		st, err = c.Status(context.Background())
 		if err != nil {
@@ -224,7 +181,7 @@ type serial struct {
 func dialSerial(t *testing.T, path string) *serial {
 	t.Helper()
 	s := &serial{}
-	poll(t, 10*time.Second, "serial console", func() error {
+	testenv.Eventually(t, 10*time.Second, "serial console", func() error {
 		c, err := net.Dial("unix", path)
 		if err == nil {
 			s.conn = c
@@ -246,23 +203,19 @@ func dialSerial(t *testing.T, path string) *serial {
 // waitLine waits for a line starting with prefix and returns it.
 func (s *serial) waitLine(t *testing.T, prefix string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var line string
+	testenv.Eventually(t, timeout, fmt.Sprintf("serial line %q", prefix), func() error {
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		for _, l := range s.lines {
 			if strings.HasPrefix(l, prefix) {
-				s.mu.Unlock()
-				return l
+				line = l
+				return nil
 			}
 		}
-		s.mu.Unlock()
-		if time.Now().After(deadline) {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			t.Fatalf("no serial line %q after %v; console:\n%s", prefix, timeout, strings.Join(s.lines, "\n"))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("console:\n%s", strings.Join(s.lines, "\n"))
+	})
+	return line
 }
 
 // readExit reads sockets/qemu-exit.json.
@@ -302,21 +255,4 @@ func rssKiB(t *testing.T, pid int) (rss, hwm int) {
 		t.Fatalf("no VmRSS for pid %d", pid)
 	}
 	return rss, hwm
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

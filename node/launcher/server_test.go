@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/node/launchspec"
 )
 
@@ -30,16 +31,10 @@ func startServer(t *testing.T) (*Server, *Client, string, <-chan *Exit) {
 		done <- e
 	}()
 	c := NewClient(filepath.Join(dir, launchspec.LauncherSocket))
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err := c.Status(context.Background()); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("launcher API not up")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, 5*time.Second, "the launcher API", func() error {
+		_, err := c.Status(context.Background())
+		return err
+	})
 	return s, c, dir, done
 }
 

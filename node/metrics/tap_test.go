@@ -8,22 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/node/metrics"
 )
 
-// needRoot fails under CI=true and skips otherwise.
+// needRoot requires root and iproute2 (testenv.Require).
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		if _, err := exec.LookPath("ip"); err == nil {
-			return
-		}
-	}
-	msg := "reading counters in a network namespace needs root and iproute2 (run `make test-metrics` as root)"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	_, err := exec.LookPath("ip")
+	testenv.Require(t, os.Geteuid() == 0 && err == nil,
+		"root and iproute2 (reading counters in a network namespace)", "test-metrics")
 }
 
 func ip(t *testing.T, args ...string) {

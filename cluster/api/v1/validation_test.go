@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/nodevirt/nodevirt/cluster/apitest"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
+	"github.com/nodevirt/nodevirt/hack/testenv/apiserver"
 )
 
 var resources = map[string]string{
@@ -32,7 +32,7 @@ var resources = map[string]string{
 // pruned, and every invalid one is rejected with the field named and nothing
 // created.
 func TestAdmission(t *testing.T) {
-	env := apitest.Start(t)
+	env := apiserver.Start(t)
 	dyn, err := dynamic.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)

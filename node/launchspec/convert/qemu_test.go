@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/node/launchspec"
 	"github.com/nodevirt/nodevirt/qmp"
 )
@@ -21,12 +22,8 @@ const qemuBinary = "/usr/bin/qemu-system-x86_64"
 // refuse fails here rather than in a pod. Taps become user-mode netdevs
 // (no root, nothing created on the host); images are empty files.
 func TestBuild_QEMUAccepts(t *testing.T) {
-	if _, err := os.Stat(qemuBinary); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s missing under CI=true (provided by `make guest-deps`)", qemuBinary)
-		}
-		t.Skipf("%s missing (run `make guest-deps`)", qemuBinary)
-	}
+	_, err := os.Stat(qemuBinary)
+	testenv.Require(t, err == nil, qemuBinary, "guest-deps")
 	for _, name := range []string{"kernelboot", "containerdisk", "buses"} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodevirt/nodevirt/cluster/apitest"
+	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
 // Config is which Prometheus runs and what it scrapes.
@@ -57,7 +57,7 @@ func Start(t testing.TB, cfg Config) *Server {
 		checkConfig(t, promtool, cfgPath)
 	}
 
-	addr := apitest.FreeLoopbackAddr(t)
+	addr := testenv.FreeLoopbackAddr(t)
 	s := &Server{
 		URL:    "http://" + addr,
 		log:    filepath.Join(dir, "prometheus.log"),
@@ -106,13 +106,7 @@ func binaries(t testing.TB, bin string) (prometheus, promtool string) {
 		return bin, promtool
 	}
 	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		msg := "prometheus is not installed (run `make metrics-deps`)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	testenv.Require(t, err == nil, "the prometheus server", "metrics-deps")
 	promtool, _ = exec.LookPath("promtool")
 	return bin, promtool
 }

@@ -1,9 +1,11 @@
 # Shell functions shared by the guest's scripts (sourced, not executed).
+# shellcheck shell=sh
 
 console() { echo "$*" >/dev/console; }
 
 # cmdline_flag NAME: true if the kernel command line has NAME=1.
 cmdline_flag() {
+	# shellcheck disable=SC2013 # words wanted: the command line is one line
 	for w in $(cat /proc/cmdline); do
 		[ "$w" = "$1=1" ] && return 0
 	done

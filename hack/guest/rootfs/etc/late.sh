@@ -3,6 +3,7 @@
 # DHCP (in the background), NoCloud hostname, then NoCloud user-data once DHCP
 # has reported (so user-data scripts can use the network).
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+# shellcheck source=SCRIPTDIR/guest-lib.sh # /etc/guest-lib.sh in the guest
 . /etc/guest-lib.sh
 
 update_index

@@ -1,4 +1,4 @@
-package apitest
+package apiserver
 
 import (
 	"context"
@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
 // startTimeout bounds how long etcd plus the API server may take to be ready.
@@ -40,17 +42,17 @@ type Env struct {
 // CRDs from deploy/crds. Both processes are stopped in t.Cleanup.
 func Start(t testing.TB) *Env {
 	t.Helper()
-	out, err := OutDir()
+	out, err := testenv.OutDir()
 	if err != nil {
-		t.Fatalf("apitest: %v", err)
+		t.Fatalf("testenv/apiserver: %v", err)
 	}
-	root, err := RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
-		t.Fatalf("apitest: %v", err)
+		t.Fatalf("testenv/apiserver: %v", err)
 	}
 	bin := filepath.Join(out, "k8s", "bin")
 	etcdBin, apiserverBin := filepath.Join(bin, "etcd"), filepath.Join(bin, "kube-apiserver")
-	RequireFiles(t, "testenv", etcdBin, apiserverBin)
+	testenv.RequireFiles(t, "testenv", etcdBin, apiserverBin)
 
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
@@ -58,13 +60,13 @@ func Start(t testing.TB) *Env {
 
 	etcdURL, err := startEtcd(ctx, t, etcdBin, env.Dir)
 	if err != nil {
-		t.Fatalf("apitest: %v", err)
+		t.Fatalf("testenv/apiserver: %v", err)
 	}
 	if err := env.startAPIServer(ctx, t, apiserverBin, etcdURL); err != nil {
-		t.Fatalf("apitest: %v", err)
+		t.Fatalf("testenv/apiserver: %v", err)
 	}
 	if err := InstallCRDs(ctx, env.Config, filepath.Join(root, "deploy", "crds")); err != nil {
-		t.Fatalf("apitest: %v", err)
+		t.Fatalf("testenv/apiserver: %v", err)
 	}
 	return env
 }
@@ -165,10 +167,10 @@ func (env *Env) startAPIServer(ctx context.Context, t testing.TB, bin, etcdURL s
 
 func writeKubeconfig(path, host, token string) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["apitest"] = &clientcmdapi.Cluster{Server: host, InsecureSkipTLSVerify: true}
+	cfg.Clusters["testenv"] = &clientcmdapi.Cluster{Server: host, InsecureSkipTLSVerify: true}
 	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts["apitest"] = &clientcmdapi.Context{Cluster: "apitest", AuthInfo: "admin"}
-	cfg.CurrentContext = "apitest"
+	cfg.Contexts["testenv"] = &clientcmdapi.Context{Cluster: "testenv", AuthInfo: "admin"}
+	cfg.CurrentContext = "testenv"
 	return clientcmd.WriteToFile(*cfg, path)
 }
 

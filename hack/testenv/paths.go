@@ -1,12 +1,10 @@
-package apitest
+package testenv
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"testing"
 )
 
 const modulePath = "github.com/nodevirt/nodevirt"
@@ -41,20 +39,4 @@ func OutDir() (string, error) {
 		return "", err
 	}
 	return filepath.Join(root, "_output"), nil
-}
-
-// RequireFiles checks that the named files exist. When one is missing it
-// fails the test under CI=true, and skips it otherwise, naming the make
-// target that builds it.
-func RequireFiles(t testing.TB, makeTarget string, paths ...string) {
-	t.Helper()
-	for _, p := range paths {
-		if _, err := os.Stat(p); err != nil {
-			msg := fmt.Sprintf("%s is missing (run `make %s`): %v", p, makeTarget, err)
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package deviceplugin_test
+package devices
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nodevirt/nodevirt/e2e/localcluster"
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/node/deviceplugin"
 	"github.com/nodevirt/nodevirt/node/launchspec/convert"
 )
@@ -32,7 +33,7 @@ func TestCluster_RealKubelet(t *testing.T) {
 		// The kubelet's device-plugin directory is fixed at
 		// /var/lib/kubelet/device-plugins whatever its --root-dir, so the
 		// nodes of a multi-node local cluster share (and fight over) it.
-		skipOrFail(t, fmt.Sprintf("the running local cluster has %d nodes; device plugins need a one-node cluster (make cluster-down; make cluster-up)", len(c.Nodes)))
+		testenv.Require(t, false, fmt.Sprintf("a one-node local cluster (the running one has %d nodes)", len(c.Nodes)), "cluster-down; make cluster-up")
 	}
 	node := c.Nodes[0]
 	host := os.DirFS("/")
@@ -80,7 +81,7 @@ func runPlugins(t *testing.T, devs []deviceplugin.Device) map[string]*deviceplug
 		// registration socket to /var/lib/kubelet/device-plugins.
 		Dir:          deviceplugin.DefaultDir,
 		PollInterval: 200 * time.Millisecond,
-		Logger:       testLogger(t),
+		Logger:       testenv.Logger(t),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	plugins := map[string]*deviceplugin.Plugin{}
@@ -263,8 +264,7 @@ func localCluster(t *testing.T) *localcluster.Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := logWriter{t}
-	c, err := localcluster.Up(ctx, localcluster.Config{Dir: dir, Out: out, Log: log})
+	c, err := localcluster.Up(ctx, localcluster.Config{Dir: dir, Out: out, Log: testenv.LogWriter(t)})
 	t.Cleanup(func() {
 		if _, statErr := os.Stat(filepath.Join(dir, "cluster.env")); statErr == nil {
 			down := c
@@ -291,28 +291,17 @@ func localCluster(t *testing.T) *localcluster.Cluster {
 // with CI=true) without root, the Kubernetes binaries or the images.
 func requireClusterPrereqs(t *testing.T) string {
 	t.Helper()
-	missing := func(what string) { skipOrFail(t, what+": run make cluster-up (or make test-devices as root)") }
-	if os.Geteuid() != 0 {
-		missing("the local cluster needs root")
-	}
+	testenv.Require(t, os.Geteuid() == 0, "root (the local cluster)", "test-devices` as root, or `make cluster-up")
 	out, err := localcluster.OutDir()
 	if err != nil {
 		t.Fatal(err)
 	}
+	var files []string
 	for _, f := range []string{"k8s/bin/kubelet", "k8s/bin/kubectl", "k8s/bin/kube-apiserver", "images/pause.tar", "images/probe.tar"} {
-		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
-			missing(filepath.Join(out, f) + " not built")
-		}
+		files = append(files, filepath.Join(out, f))
 	}
+	testenv.RequireFiles(t, "test-devices", files...)
 	return out
-}
-
-func skipOrFail(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
 }
 
 func testContextFor(t *testing.T, d time.Duration) context.Context {

@@ -1,4 +1,4 @@
-package apitest
+package apiserver
 
 import (
 	"context"
