@@ -68,15 +68,17 @@ func (p VirtualMachineInstancePhase) OwnedByAgent() bool {
 // phaseOrder is the lifecycle order the transition rule lists phases in.
 var phaseOrder = []VirtualMachineInstancePhase{VmPhaseUnset, Pending, Scheduling, Scheduled, Running, Unknown, Succeeded, Failed}
 
-// PhaseTransitionRule is the CEL rule, on the VMI status, by which the API
+// PhaseTransitionRule is the CEL rule, on the VMI (the root, so that a VMI
+// without any status is checked too), by which the API
 // server refuses a status.phase change the transition table forbids: the
 // pair "from>to" must be listed, or the phase stay. An absent phase counts
 // as "". It is generated from the same table as
 // [VirtualMachineInstancePhase.CanTransitionTo]; the kubebuilder marker on
-// [VirtualMachineInstanceStatus] carries this exact text, and a test
+// [VirtualMachineInstance] carries this exact text, and a test
 // compares it with the generated CRD.
 func PhaseTransitionRule() string {
-	const old, next = `(has(oldSelf.phase) ? oldSelf.phase : "")`, `(has(self.phase) ? self.phase : "")`
+	const old, next = `(has(oldSelf.status) && has(oldSelf.status.phase) ? oldSelf.status.phase : "")`,
+		`(has(self.status) && has(self.status.phase) ? self.status.phase : "")`
 	var pairs []string
 	for _, from := range phaseOrder {
 		for _, to := range phaseTransitions[from] {
@@ -89,5 +91,6 @@ func PhaseTransitionRule() string {
 // PhaseTransitionMessage is the CEL message expression of
 // [PhaseTransitionRule]: it names the field and both phases.
 func PhaseTransitionMessage() string {
-	return "'status.phase: transition from ' + (has(oldSelf.phase) ? oldSelf.phase : '(unset)') + ' to ' + (has(self.phase) ? self.phase : '(unset)') + ' is not allowed'"
+	return "'status.phase: transition from ' + (has(oldSelf.status) && has(oldSelf.status.phase) ? oldSelf.status.phase : '(unset)') + " +
+		"' to ' + (has(self.status) && has(self.status.phase) ? self.status.phase : '(unset)') + ' is not allowed'"
 }

@@ -20,6 +20,7 @@ import (
 // +kubebuilder:printcolumn:name="Live-Migratable",type=string,JSONPath=".status.conditions[?(@.type=='LiveMigratable')].status",priority=1
 // +kubebuilder:printcolumn:name="Paused",type=string,JSONPath=".status.conditions[?(@.type=='Paused')].status",priority=1
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be no more than 63 characters: the name is used in pod labels"
+// +kubebuilder:validation:XValidation:rule="(has(oldSelf.status) && has(oldSelf.status.phase) ? oldSelf.status.phase : \"\") == (has(self.status) && has(self.status.phase) ? self.status.phase : \"\") || ((has(oldSelf.status) && has(oldSelf.status.phase) ? oldSelf.status.phase : \"\") + '>' + (has(self.status) && has(self.status.phase) ? self.status.phase : \"\")) in ['>Pending', '>Scheduling', '>Scheduled', '>Failed', 'Pending>Scheduling', 'Pending>Scheduled', 'Pending>Failed', 'Scheduling>Scheduled', 'Scheduling>Failed', 'Scheduled>Running', 'Scheduled>Succeeded', 'Scheduled>Failed', 'Running>Succeeded', 'Running>Failed', 'Running>Unknown', 'Unknown>Running', 'Unknown>Succeeded', 'Unknown>Failed']",messageExpression="'status.phase: transition from ' + (has(oldSelf.status) && has(oldSelf.status.phase) ? oldSelf.status.phase : '(unset)') + ' to ' + (has(self.status) && has(self.status.phase) ? self.status.phase : '(unset)') + ' is not allowed'",fieldPath=".status.phase",reason=FieldValueForbidden
 type VirtualMachineInstance struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -154,9 +155,7 @@ type GuestAgentPing struct{}
 
 // VirtualMachineInstanceStatus is the observed state of a VMI. Which
 // component writes which field: docs/status-ownership.md. The API server
-// refuses a phase change the transition table forbids.
-//
-// +kubebuilder:validation:XValidation:rule="(has(oldSelf.phase) ? oldSelf.phase : \"\") == (has(self.phase) ? self.phase : \"\") || ((has(oldSelf.phase) ? oldSelf.phase : \"\") + '>' + (has(self.phase) ? self.phase : \"\")) in ['>Pending', '>Scheduling', '>Scheduled', '>Failed', 'Pending>Scheduling', 'Pending>Scheduled', 'Pending>Failed', 'Scheduling>Scheduled', 'Scheduling>Failed', 'Scheduled>Running', 'Scheduled>Succeeded', 'Scheduled>Failed', 'Running>Succeeded', 'Running>Failed', 'Running>Unknown', 'Unknown>Running', 'Unknown>Succeeded', 'Unknown>Failed']",messageExpression="'status.phase: transition from ' + (has(oldSelf.phase) ? oldSelf.phase : '(unset)') + ' to ' + (has(self.phase) ? self.phase : '(unset)') + ' is not allowed'",fieldPath=".phase",reason=FieldValueForbidden
+// refuses a phase change the transition table forbids (a rule on the VMI).
 type VirtualMachineInstanceStatus struct {
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
