@@ -14,6 +14,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	kvclient "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/api/v1"
@@ -125,17 +126,24 @@ func (c *Controller) markUnschedulable(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.d.NodeAPI.Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err = c.d.NodeAPI.Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: v1.ManagerNodeController})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("mark node %s unschedulable: %w", name, err)
 	}
 	return nil
 }
 
+// fail moves vmi to Failed with reason NodeUnresponsive: the one write of
+// an agent-owned field outside the agent (see v1.StatusOwnership). It
+// applies only the node controller's fields, under its own field manager,
+// with the cached resourceVersion as a precondition.
 func (c *Controller) fail(ctx context.Context, vmi *v1.VirtualMachineInstance, now time.Time) error {
-	cur := vmi.DeepCopy()
-	cur.Status = FailedStatus(vmi, now)
-	_, err := c.d.Client.VirtualMachineInstances(vmi.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+	body, err := v1.StatusApply(vmi, FailedStatus(vmi, now), v1.ManagerNodeController)
+	if err != nil {
+		return fmt.Errorf("fail vmi %s/%s on unresponsive node: %w", vmi.Namespace, vmi.Name, err)
+	}
+	_, err = c.d.Client.VirtualMachineInstances(vmi.Namespace).Patch(ctx, vmi.Name, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: v1.ManagerNodeController, Force: ptr.To(true)}, "status")
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -57,14 +57,32 @@ func Plan(o Observed) Result {
 	return r
 }
 
-// FailedStatus is vmi's status after failing it for an unresponsive node.
+// FailedStatus is vmi's status after failing it for an unresponsive node:
+// phase Failed, reason NodeUnresponsive, a Failed transition timestamp and
+// Ready=False. Of it the node controller writes only what the ownership
+// table grants its exception (v1.StatusOwnership).
 func FailedStatus(vmi *v1.VirtualMachineInstance, now time.Time) v1.VirtualMachineInstanceStatus {
 	s := *vmi.Status.DeepCopy()
+	at := metav1.NewTime(now.Truncate(time.Second))
 	s.Phase = v1.Failed
 	s.Reason = v1.ReasonNodeUnresponsive
 	s.PhaseTransitionTimestamps = append(s.PhaseTransitionTimestamps, v1.VirtualMachineInstancePhaseTransitionTimestamp{
-		Phase: v1.Failed, PhaseTransitionTimestamp: metav1.NewTime(now.Truncate(time.Second)),
+		Phase: v1.Failed, PhaseTransitionTimestamp: at,
 	})
+	ready := v1.VirtualMachineInstanceCondition{
+		Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: v1.ReasonNodeUnresponsive,
+		Message: "the node is unresponsive: its agent stopped heartbeating", LastTransitionTime: at,
+	}
+	for i, c := range s.Conditions {
+		if c.Type == v1.VirtualMachineInstanceReady {
+			if c.Status == corev1.ConditionFalse {
+				ready.LastTransitionTime = c.LastTransitionTime
+			}
+			s.Conditions[i] = ready
+			return s
+		}
+	}
+	s.Conditions = append(s.Conditions, ready)
 	return s
 }
 

@@ -153,7 +153,7 @@ func NewVMI(vm *v1.VirtualMachine) *v1.VirtualMachineInstance {
 }
 
 func (c *Controller) createVMI(ctx context.Context, vm *v1.VirtualMachine) error {
-	_, err := c.d.Client.VirtualMachineInstances(vm.Namespace).Create(ctx, NewVMI(vm), metav1.CreateOptions{})
+	_, err := c.d.Client.VirtualMachineInstances(vm.Namespace).Create(ctx, NewVMI(vm), metav1.CreateOptions{FieldManager: v1.ManagerController})
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return nil // the cache lags; the next sync sees it
@@ -208,7 +208,7 @@ func (c *Controller) adopt(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.V
 	if err != nil {
 		return err
 	}
-	_, err = c.d.Client.VirtualMachineInstances(vmi.Namespace).Patch(ctx, vmi.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err = c.d.Client.VirtualMachineInstances(vmi.Namespace).Patch(ctx, vmi.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: v1.ManagerController})
 	if err != nil {
 		return fmt.Errorf("adopt vmi %s/%s: %w", vmi.Namespace, vmi.Name, err)
 	}
@@ -228,7 +228,7 @@ func (c *Controller) setFinalizer(ctx context.Context, vm *v1.VirtualMachine, pr
 		fs = append(fs, v1.VirtualMachineControllerFinalizer)
 	}
 	vm.Finalizers = fs
-	updated, err := c.d.Client.VirtualMachines(vm.Namespace).Update(ctx, vm, metav1.UpdateOptions{})
+	updated, err := c.d.Client.VirtualMachines(vm.Namespace).Update(ctx, vm, metav1.UpdateOptions{FieldManager: v1.ManagerController})
 	if apierrors.IsNotFound(err) && !present {
 		return vm, nil
 	}
@@ -238,21 +238,28 @@ func (c *Controller) setFinalizer(ctx context.Context, vm *v1.VirtualMachine, pr
 	return updated, nil
 }
 
-// writeStatus updates the status subresource if it changed. The write
+// writeStatus patches the status subresource if it changed: a JSON merge
+// patch of the fields that changed, under the controller's field manager.
+// The controller owns all of VM status (v1.StatusOwnership); the patch
 // carries the observed resourceVersion, so a concurrent writer of
 // stateChangeRequests makes it fail with a conflict and the key is retried.
+// (Server-side apply cannot express this compare-and-swap: it could not
+// clear a request list another manager also owns.)
 func (c *Controller) writeStatus(ctx context.Context, vm *v1.VirtualMachine, status v1.VirtualMachineStatus) error {
 	if equality.Semantic.DeepEqual(vm.Status, status) {
 		return nil
 	}
-	vm = vm.DeepCopy()
-	vm.Status = status
-	_, err := c.d.Client.VirtualMachines(vm.Namespace).UpdateStatus(ctx, vm, metav1.UpdateOptions{})
+	patch, err := statusPatch(vm, status)
+	if err != nil {
+		return fmt.Errorf("status patch of vm %s/%s: %w", vm.Namespace, vm.Name, err)
+	}
+	_, err = c.d.Client.VirtualMachines(vm.Namespace).Patch(ctx, vm.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: v1.ManagerController}, "status")
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("update status of vm %s/%s: %w", vm.Namespace, vm.Name, err)
+		return fmt.Errorf("patch status of vm %s/%s: %w", vm.Namespace, vm.Name, err)
 	}
 	return nil
 }

@@ -88,7 +88,7 @@ func TestSync_CreatesVMIFromTemplate(t *testing.T) {
 	})
 	f.addVM(vm)
 	got := f.run("ns/vm")
-	want := []action{{"create", "virtualmachineinstances", ""}, {"update", "virtualmachines", "status"}}
+	want := []action{{"create", "virtualmachineinstances", ""}, {"patch", "virtualmachines", "status"}}
 	if diff := cmp.Diff(want, summarize(got)); diff != "" {
 		t.Fatalf("actions (-want +got):\n%s", diff)
 	}
@@ -105,7 +105,11 @@ func TestSync_CreatesVMIFromTemplate(t *testing.T) {
 	if diff := cmp.Diff(wantVMI, vmi); diff != "" {
 		t.Errorf("vmi (-want +got):\n%s", diff)
 	}
-	st := got[1].(core.UpdateAction).GetObject().(*v1.VirtualMachine).Status
+	written, err := f.client.KubevirtV1().VirtualMachines("ns").Get(context.Background(), "vm", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := written.Status
 	if st.PrintableStatus != v1.VirtualMachineStatusStopped || st.RunStrategy != v1.RunStrategyAlways {
 		t.Errorf("status = %+v", st)
 	}
@@ -124,11 +128,11 @@ func TestSync_Actions(t *testing.T) {
 		want []action
 	}{
 		{"halted deletes running vmi", testVM(v1.RunStrategyHalted), testVMI(v1.Running, owned),
-			[]action{{"delete", "virtualmachineinstances", ""}, {"update", "virtualmachines", "status"}}},
+			[]action{{"delete", "virtualmachineinstances", ""}, {"patch", "virtualmachines", "status"}}},
 		{"orphan adopted", testVM(v1.RunStrategyAlways), testVMI(v1.Running),
 			[]action{{"patch", "virtualmachineinstances", ""}}},
 		{"finalizer added", testVM(v1.RunStrategyHalted, func(vm *v1.VirtualMachine) { vm.Finalizers = nil }), nil,
-			[]action{{"update", "virtualmachines", ""}, {"update", "virtualmachines", "status"}}},
+			[]action{{"update", "virtualmachines", ""}, {"patch", "virtualmachines", "status"}}},
 		{"steady state writes nothing", testVM(v1.RunStrategyHalted, func(vm *v1.VirtualMachine) {
 			vm.Status = Plan(Observed{VM: testVM(v1.RunStrategyHalted), Now: t0}).Status
 		}), nil, nil},
@@ -183,12 +187,12 @@ func TestSync_RejectedTemplateSetsFailure(t *testing.T) {
 	if err := c.Sync(context.Background(), "ns/vm"); err != nil {
 		t.Fatalf("Sync returned %v: a rejected template must not be retried hot", err)
 	}
-	var st v1.VirtualMachineStatus
-	for _, a := range f.client.Actions() {
-		if a.GetSubresource() == "status" {
-			st = a.(core.UpdateAction).GetObject().(*v1.VirtualMachine).Status
-		}
+	// The status as written: read it back from the fake's tracker.
+	written, err := f.client.KubevirtV1().VirtualMachines("ns").Get(context.Background(), "vm", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	st := written.Status
 	var failure *v1.VirtualMachineCondition
 	for i := range st.Conditions {
 		if st.Conditions[i].Type == v1.VirtualMachineFailure {

@@ -15,6 +15,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	kvclient "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/api/v1"
@@ -202,13 +203,8 @@ func (c *Controller) apply(ctx context.Context, vmi *v1.VirtualMachineInstance, 
 	if equality.Semantic.DeepEqual(cur.Status, res.Status) {
 		return nil
 	}
-	cur = cur.DeepCopy()
-	cur.Status = res.Status
-	if _, err := c.d.Client.VirtualMachineInstances(vmi.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("update status of vmi %s/%s: %w", vmi.Namespace, vmi.Name, err)
+	if err := c.applyStatus(ctx, cur, res.Status); err != nil {
+		return err
 	}
 	if res.Status.Phase == v1.Failed && vmi.Status.Phase != v1.Failed {
 		c.d.Recorder.Eventf(vmi, corev1.EventTypeWarning, EventFailed, "VirtualMachineInstance failed: %s", res.Status.Reason)
@@ -216,9 +212,29 @@ func (c *Controller) apply(ctx context.Context, vmi *v1.VirtualMachineInstance, 
 	return nil
 }
 
+// applyStatus writes the controller's fields of status (v1.StatusOwnership)
+// by server-side apply, guarded by vmi's resourceVersion: a stale cache
+// gets a Conflict and the key is retried. Conditions and transition
+// timestamps of other writers are left alone.
+func (c *Controller) applyStatus(ctx context.Context, vmi *v1.VirtualMachineInstance, status v1.VirtualMachineInstanceStatus) error {
+	body, err := v1.StatusApply(vmi, status, v1.ManagerController)
+	if err != nil {
+		return err
+	}
+	_, err = c.d.Client.VirtualMachineInstances(vmi.Namespace).Patch(ctx, vmi.Name, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: v1.ManagerController, Force: ptr.To(true)}, "status")
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("apply status of vmi %s/%s: %w", vmi.Namespace, vmi.Name, err)
+	}
+	return nil
+}
+
 func (c *Controller) createPod(ctx context.Context, vmi *v1.VirtualMachineInstance, pod *corev1.Pod) error {
 	c.expect.created(vmi.UID, c.d.Now())
-	created, err := c.d.PodAPI.Pods(vmi.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	created, err := c.d.PodAPI.Pods(vmi.Namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: v1.ManagerController})
 	if err != nil {
 		c.expect.observed(vmi.UID)
 		c.d.Recorder.Eventf(vmi, corev1.EventTypeWarning, EventFailedCreatePod, "Error creating launcher pod: %v", err)
@@ -262,7 +278,7 @@ func (c *Controller) updateMeta(ctx context.Context, vmi *v1.VirtualMachineInsta
 		}
 		vmi.Labels[v1.NodeNameLabel] = res.NodeLabel
 	}
-	updated, err := c.d.Client.VirtualMachineInstances(vmi.Namespace).Update(ctx, vmi, metav1.UpdateOptions{})
+	updated, err := c.d.Client.VirtualMachineInstances(vmi.Namespace).Update(ctx, vmi, metav1.UpdateOptions{FieldManager: v1.ManagerController})
 	if apierrors.IsNotFound(err) && res.RemoveFinalizer {
 		return vmi, nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -63,6 +64,16 @@ func (f *fixture) sync(key string) (kv, kube []string) {
 	return writes(f.kv.Actions()), writes(f.kube.Actions())
 }
 
+// written is the VMI as the fake API server holds it after the sync.
+func (f *fixture) written() *v1.VirtualMachineInstance {
+	f.t.Helper()
+	vmi, err := f.kv.KubevirtV1().VirtualMachineInstances("ns").Get(context.Background(), "testvm", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return vmi
+}
+
 func writes(as []core.Action) []string {
 	var out []string
 	for _, a := range as {
@@ -83,7 +94,7 @@ func TestSync_NewVMICreatesPodOnce(t *testing.T) {
 	f := newFixture(t)
 	f.addVMI(vmiIn(""))
 	kv, kube := f.sync("ns/testvm")
-	if diff := cmp.Diff([]string{"update virtualmachineinstances/status"}, kv); diff != "" {
+	if diff := cmp.Diff([]string{"patch virtualmachineinstances/status"}, kv); diff != "" {
 		t.Errorf("kubevirt actions (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"create pods"}, kube); diff != "" {
@@ -104,7 +115,7 @@ func TestSync_PodRunningSchedulesVMI(t *testing.T) {
 	f.addVMI(vmiIn(v1.Scheduling))
 	f.addPod(podIn(corev1.PodRunning, "node1", func(p *corev1.Pod) { p.Annotations = map[string]string{v1.DomainAnnotation: "testvm"} }))
 	kv, kube := f.sync("ns/testvm")
-	if diff := cmp.Diff([]string{"update virtualmachineinstances", "update virtualmachineinstances/status"}, kv); diff != "" {
+	if diff := cmp.Diff([]string{"update virtualmachineinstances", "patch virtualmachineinstances/status"}, kv); diff != "" {
 		t.Errorf("kubevirt actions (-want +got):\n%s", diff)
 	}
 	if len(kube) != 0 {
@@ -114,7 +125,7 @@ func TestSync_PodRunningSchedulesVMI(t *testing.T) {
 	if labelled.Labels[v1.NodeNameLabel] != "node1" {
 		t.Errorf("labels = %v", labelled.Labels)
 	}
-	st := f.kv.Actions()[1].(core.UpdateAction).GetObject().(*v1.VirtualMachineInstance).Status
+	st := f.written().Status
 	if st.Phase != v1.Scheduled || st.NodeName != "node1" {
 		t.Errorf("status = %+v", st)
 	}
@@ -148,10 +159,10 @@ func TestSync_MissingPVCWaits(t *testing.T) {
 		v.Spec.Volumes = []v1.Volume{{Name: "d", PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}
 	}))
 	kv, kube := f.sync("ns/testvm")
-	if len(kube) != 0 || !cmp.Equal(kv, []string{"update virtualmachineinstances/status"}) {
+	if len(kube) != 0 || !cmp.Equal(kv, []string{"patch virtualmachineinstances/status"}) {
 		t.Errorf("actions = %v / %v", kv, kube)
 	}
-	st := f.kv.Actions()[0].(core.UpdateAction).GetObject().(*v1.VirtualMachineInstance).Status
+	st := f.written().Status
 	if len(st.Conditions) != 1 || st.Conditions[0].Reason != ReasonPvcNotFound {
 		t.Errorf("conditions = %+v", st.Conditions)
 	}

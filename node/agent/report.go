@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/node/status"
@@ -52,28 +53,21 @@ func (a *Agent) domainIfAny(uid string) *domain {
 	return a.domains[uid]
 }
 
-// patchStatus writes the fields the agent owns, guarded by the VMI's
-// resourceVersion: a conflict means the cache was stale, and the sync is
-// retried with a fresh view.
+// patchStatus writes the fields the agent owns (v1.StatusOwnership) by
+// server-side apply under the field manager nodevirt-agent: conditions and
+// transition timestamps are merged by key, so other writers' entries stay;
+// an agent condition left out of s (Paused after an unpause) is removed.
+// The body carries the VMI's resourceVersion as a precondition: a conflict
+// means the cache was stale, and the sync is retried with a fresh view.
 func (a *Agent) patchStatus(ctx context.Context, vmi *v1.VirtualMachineInstance, s v1.VirtualMachineInstanceStatus) error {
-	patch := map[string]any{
-		"metadata": map[string]any{"resourceVersion": vmi.ResourceVersion},
-		"status": map[string]any{
-			"phase":                     s.Phase,
-			"phaseTransitionTimestamps": s.PhaseTransitionTimestamps,
-			"conditions":                s.Conditions,
-			"interfaces":                s.Interfaces,
-			"guestOSInfo":               s.GuestOSInfo,
-		},
-	}
-	b, err := json.Marshal(patch)
+	b, err := v1.StatusApply(vmi, s, v1.ManagerAgent)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()
 	_, err = a.deps.Virt.KubevirtV1().VirtualMachineInstances(vmi.Namespace).
-		Patch(ctx, vmi.Name, types.MergePatchType, b, metav1.PatchOptions{}, "status")
+		Patch(ctx, vmi.Name, types.ApplyPatchType, b, metav1.PatchOptions{FieldManager: v1.ManagerAgent, Force: ptr.To(true)}, "status")
 	if err != nil {
 		return fmt.Errorf("patch status of VMI %s/%s: %w", vmi.Namespace, vmi.Name, err)
 	}
@@ -104,7 +98,7 @@ func (a *Agent) removeFinalizer(ctx context.Context, o *Observation) error {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()
 	_, err = a.deps.Virt.KubevirtV1().VirtualMachineInstances(vmi.Namespace).
-		Patch(ctx, vmi.Name, types.JSONPatchType, b, metav1.PatchOptions{})
+		Patch(ctx, vmi.Name, types.JSONPatchType, b, metav1.PatchOptions{FieldManager: v1.ManagerAgent})
 	if apierrors.IsNotFound(err) {
 		return nil // already gone: an earlier sync removed the finalizer
 	}

@@ -1,21 +1,18 @@
 package status
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 )
 
-// isOwned reports whether the agent writes conditions of type t; others are
-// kept as found.
+// isOwned reports whether the agent writes conditions of type t, by the
+// ownership table (v1.StatusOwnership); others are kept as found.
 func isOwned(t v1.VirtualMachineInstanceConditionType) bool {
-	switch t {
-	case v1.VirtualMachineInstanceReady, v1.VirtualMachineInstancePaused,
-		v1.VirtualMachineInstanceAgentConnected, v1.VirtualMachineInstanceIsMigratable:
-		return true
-	}
-	return false
+	return slices.Contains(v1.ConditionWriters(t), v1.ManagerAgent)
 }
 
 // conditions recomputes the agent's conditions (Ready, Paused, AgentConnected,

@@ -2,12 +2,14 @@
 // the agent observed on the node. It is pure: no cluster, QEMU or clock;
 // the caller passes the time in Facts.Now.
 //
-// The agent owns (DESIGN.md, one writer per field) status.phase from
+// The agent owns (docs/status-ownership.md and v1.StatusOwnership, one
+// writer per field) status.phase from
 // Scheduled on, status.phaseTransitionTimestamps for those phases, the
 // conditions Ready, Paused, AgentConnected and LiveMigratable,
 // status.interfaces and status.guestOSInfo. Derive copies everything else
 // from the current status untouched, so the caller can compare old and new
-// and patch only when they differ.
+// and patch only when they differ; the patch applies only the agent's fields
+// (v1.StatusApply with v1.ManagerAgent).
 //
 // Invariants:
 //   - A phase only moves along v1.VirtualMachineInstancePhase.CanTransitionTo;

@@ -11,10 +11,17 @@
 // the types below and rendered into deploy/crds by controller-gen. The same
 // schema is served as v1 (storage) and v1alpha3.
 //
-// Ownership of status fields (see DESIGN.md): the cluster controller writes VM
-// status and the VMI phase up to Scheduled, status.nodeName and the
-// kubevirt.io/nodeName label; the node agent writes everything from Scheduled
-// on. Phase changes go through [VirtualMachineInstancePhase.CanTransitionTo].
+// Ownership of status fields (docs/status-ownership.md): [StatusOwnership] is
+// the one table of who writes which status field, under which field manager;
+// writers consult it ([PhaseWriter], [ConditionWriters],
+// [VirtualMachineInstanceStatus.OwnedBy]) and write VMI status by
+// server-side apply of their fields only ([StatusApply]). The cluster
+// controller writes VM status and the VMI phase up to Scheduled,
+// status.nodeName and the kubevirt.io/nodeName label; the node agent writes
+// the phase from Scheduled on; the one exception is the node controller
+// failing a VMI whose agent is silent (NodeUnresponsive). Phase changes go
+// through [VirtualMachineInstancePhase.CanTransitionTo], and the API server
+// enforces the same table with a CEL rule ([PhaseTransitionRule]).
 //
 // Deep copy functions, the typed clientset, listers and informers are generated
 // (zz_generated.deepcopy.go, cluster/client); run `make generate` after editing.

@@ -65,6 +65,8 @@ type VirtualMachineInstanceMigrationStatus struct {
 	// +optional
 	PhaseTransitionTimestamps []VirtualMachineInstanceMigrationPhaseTransitionTimestamp `json:"phaseTransitionTimestamps,omitempty"`
 	// +optional
+	// +listType=map
+	// +listMapKey=type
 	Conditions []VirtualMachineInstanceMigrationCondition `json:"conditions,omitempty"`
 }
 

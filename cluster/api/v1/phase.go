@@ -1,5 +1,7 @@
 package v1
 
+import "strings"
+
 // VirtualMachineInstancePhase is status.phase of a VMI.
 type VirtualMachineInstancePhase string
 
@@ -57,11 +59,38 @@ func (p VirtualMachineInstancePhase) IsFinal() bool {
 }
 
 // OwnedByAgent reports whether the node agent (not the controller) writes the
-// phase of a VMI currently in phase p: from Scheduled on.
+// phase of a VMI currently in phase p: from Scheduled on. It consults the
+// ownership table ([PhaseWriter]).
 func (p VirtualMachineInstancePhase) OwnedByAgent() bool {
-	switch p {
-	case Scheduled, Running, Succeeded, Failed, Unknown:
-		return true
+	return PhaseWriter(p) == ManagerAgent
+}
+
+// phaseOrder is the lifecycle order the transition rule lists phases in.
+var phaseOrder = []VirtualMachineInstancePhase{VmPhaseUnset, Pending, Scheduling, Scheduled, Running, Unknown, Succeeded, Failed}
+
+// PhaseTransitionRule is the CEL rule, on the VMI (the root, so that a VMI
+// without any status is checked too), by which the API
+// server refuses a status.phase change the transition table forbids: the
+// pair "from>to" must be listed, or the phase stay. An absent phase counts
+// as "". It is generated from the same table as
+// [VirtualMachineInstancePhase.CanTransitionTo]; the kubebuilder marker on
+// [VirtualMachineInstance] carries this exact text, and a test
+// compares it with the generated CRD.
+func PhaseTransitionRule() string {
+	const old, next = `(has(oldSelf.status) && has(oldSelf.status.phase) ? oldSelf.status.phase : "")`,
+		`(has(self.status) && has(self.status.phase) ? self.status.phase : "")`
+	var pairs []string
+	for _, from := range phaseOrder {
+		for _, to := range phaseTransitions[from] {
+			pairs = append(pairs, "'"+string(from)+">"+string(to)+"'")
+		}
 	}
-	return false
+	return old + " == " + next + " || (" + old + " + '>' + " + next + ") in [" + strings.Join(pairs, ", ") + "]"
+}
+
+// PhaseTransitionMessage is the CEL message expression of
+// [PhaseTransitionRule]: it names the field and both phases.
+func PhaseTransitionMessage() string {
+	return "'status.phase: transition from ' + (has(oldSelf.status) && has(oldSelf.status.phase) ? oldSelf.status.phase : '(unset)') + " +
+		"' to ' + (has(self.status) && has(self.status.phase) ? self.status.phase : '(unset)') + ' is not allowed'"
 }

@@ -109,6 +109,8 @@ type VirtualMachineStatus struct {
 	// +optional
 	PrintableStatus VirtualMachinePrintableStatus `json:"printableStatus,omitempty"`
 	// +optional
+	// +listType=map
+	// +listMapKey=type
 	Conditions []VirtualMachineCondition `json:"conditions,omitempty"`
 	// StateChangeRequests are pending start/stop requests, oldest first.
 	// +optional

@@ -20,6 +20,7 @@ import (
 // +kubebuilder:printcolumn:name="Live-Migratable",type=string,JSONPath=".status.conditions[?(@.type=='LiveMigratable')].status",priority=1
 // +kubebuilder:printcolumn:name="Paused",type=string,JSONPath=".status.conditions[?(@.type=='Paused')].status",priority=1
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be no more than 63 characters: the name is used in pod labels"
+// +kubebuilder:validation:XValidation:rule="(has(oldSelf.status) && has(oldSelf.status.phase) ? oldSelf.status.phase : \"\") == (has(self.status) && has(self.status.phase) ? self.status.phase : \"\") || ((has(oldSelf.status) && has(oldSelf.status.phase) ? oldSelf.status.phase : \"\") + '>' + (has(self.status) && has(self.status.phase) ? self.status.phase : \"\")) in ['>Pending', '>Scheduling', '>Scheduled', '>Failed', 'Pending>Scheduling', 'Pending>Scheduled', 'Pending>Failed', 'Scheduling>Scheduled', 'Scheduling>Failed', 'Scheduled>Running', 'Scheduled>Succeeded', 'Scheduled>Failed', 'Running>Succeeded', 'Running>Failed', 'Running>Unknown', 'Unknown>Running', 'Unknown>Succeeded', 'Unknown>Failed']",messageExpression="'status.phase: transition from ' + (has(oldSelf.status) && has(oldSelf.status.phase) ? oldSelf.status.phase : '(unset)') + ' to ' + (has(self.status) && has(self.status.phase) ? self.status.phase : '(unset)') + ' is not allowed'",fieldPath=".status.phase",reason=FieldValueForbidden
 type VirtualMachineInstance struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -152,19 +153,27 @@ type Probe struct {
 // GuestAgentPing is the guest-agent ping probe; it has no settings.
 type GuestAgentPing struct{}
 
-// VirtualMachineInstanceStatus is the observed state of a VMI. See the package
-// documentation for which component writes which field.
+// VirtualMachineInstanceStatus is the observed state of a VMI. Which
+// component writes which field: docs/status-ownership.md. The API server
+// refuses a phase change the transition table forbids (a rule on the VMI).
 type VirtualMachineInstanceStatus struct {
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
 	// Reason is a brief CamelCase explanation of the phase, e.g. NodeUnresponsive.
 	// +optional
 	Reason string `json:"reason,omitempty"`
+	// Conditions are merged by type: each writer owns its types.
 	// +optional
+	// +listType=map
+	// +listMapKey=type
 	Conditions []VirtualMachineInstanceCondition `json:"conditions,omitempty"`
 	// +optional
 	Phase VirtualMachineInstancePhase `json:"phase,omitempty"`
+	// PhaseTransitionTimestamps has one entry per phase, owned by the
+	// writer that moved the VMI to it.
 	// +optional
+	// +listType=map
+	// +listMapKey=phase
 	PhaseTransitionTimestamps []VirtualMachineInstancePhaseTransitionTimestamp `json:"phaseTransitionTimestamps,omitempty"`
 	// +optional
 	Interfaces []VirtualMachineInstanceNetworkInterface `json:"interfaces,omitempty"`
@@ -179,7 +188,8 @@ type VirtualMachineInstanceStatus struct {
 
 // VirtualMachineInstancePhaseTransitionTimestamp records when a phase began.
 type VirtualMachineInstancePhaseTransitionTimestamp struct {
-	// +optional
+	// Phase is the key of the list.
+	// +required
 	Phase VirtualMachineInstancePhase `json:"phase,omitempty"`
 	// +optional
 	PhaseTransitionTimestamp metav1.Time `json:"phaseTransitionTimestamp,omitempty"`

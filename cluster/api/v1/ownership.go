@@ -1,0 +1,172 @@
+package v1
+
+import (
+	"slices"
+	"strings"
+)
+
+// Field managers: the names each writer gives the API server (PatchOptions
+// and UpdateOptions FieldManager). Server-side apply tracks ownership per
+// manager, so two writers of one object must never share a name.
+const (
+	// ManagerController is the cluster controller's VM and VMI loops.
+	ManagerController = "nodevirt-controller"
+	// ManagerNodeController is the cluster controller's node heartbeat loop:
+	// the one writer allowed to fail a VMI whose agent is silent.
+	ManagerNodeController = "nodevirt-node-controller"
+	// ManagerAgent is the node agent reporting on a VMI of its node.
+	ManagerAgent = "nodevirt-agent"
+	// ManagerMigrationController is the (future) cluster migration loop.
+	ManagerMigrationController = "nodevirt-migration-controller"
+	// ManagerSourceAgent is the agent of a migration's source node writing
+	// the source part of status.migrationState (future).
+	ManagerSourceAgent = "nodevirt-agent-migration-source"
+	// ManagerTargetAgent is the agent of a migration's target node writing
+	// the target part of status.migrationState (future).
+	ManagerTargetAgent = "nodevirt-agent-migration-target"
+	// ManagerAPI is the (future) subresource API server appending VM
+	// start/stop requests.
+	ManagerAPI = "nodevirt-api"
+)
+
+// Kinds named in the ownership table.
+const (
+	KindVM   = "VirtualMachine"
+	KindVMI  = "VirtualMachineInstance"
+	KindVMIM = "VirtualMachineInstanceMigration"
+)
+
+// StatusField is one row of the ownership table: Writer writes Path of
+// objects of Kind. Path is a JSON path from the object root; a list entry
+// owned on its own is written list[key=value] (the list is a map list).
+//
+// +k8s:deepcopy-gen=false
+type StatusField struct {
+	Kind   string
+	Path   string
+	Writer string
+	// While lists the VMI phases during which Writer writes the field;
+	// empty means whenever the writer runs.
+	While []VirtualMachineInstancePhase
+	// Exception marks a write outside the usual ownership: the node
+	// controller failing a VMI whose agent is silent.
+	Exception bool
+	// Future marks a field or writer not implemented yet (migration).
+	Future bool
+}
+
+// agentPhases are the VMI phases during which the agent owns status.phase.
+var agentPhases = []VirtualMachineInstancePhase{Scheduled, Running, Unknown, Succeeded, Failed}
+
+// StatusOwnership returns the ownership table of every status field of
+// VMIs, VMs and migrations: the single source that writers consult (see
+// [VirtualMachineInstanceStatus.OwnedBy]) and docs/status-ownership.md
+// restates. Each call returns a fresh slice.
+func StatusOwnership() []StatusField {
+	pre := []VirtualMachineInstancePhase{VmPhaseUnset, Pending, Scheduling}
+	nonFinal := []VirtualMachineInstancePhase{Pending, Scheduling, Scheduled, Running, Unknown}
+	vmi := func(path, writer string, while ...VirtualMachineInstancePhase) StatusField {
+		return StatusField{Kind: KindVMI, Path: path, Writer: writer, While: while}
+	}
+	exception := func(path string) StatusField {
+		return StatusField{Kind: KindVMI, Path: path, Writer: ManagerNodeController, While: nonFinal, Exception: true}
+	}
+	future := func(kind, path, writer string) StatusField {
+		return StatusField{Kind: kind, Path: path, Writer: writer, Future: true}
+	}
+	rows := []StatusField{
+		vmi("status.phase", ManagerController, pre...),
+		vmi("status.phase", ManagerAgent, agentPhases...),
+		exception("status.phase"),
+		vmi("status.reason", ManagerController, pre...),
+		exception("status.reason"),
+		vmi("status.nodeName", ManagerController, pre...),
+		vmi("status.activePods", ManagerController, pre...),
+		vmi("status.phaseTransitionTimestamps[phase=Pending]", ManagerController, pre...),
+		vmi("status.phaseTransitionTimestamps[phase=Scheduling]", ManagerController, pre...),
+		vmi("status.phaseTransitionTimestamps[phase=Scheduled]", ManagerController, pre...),
+		vmi("status.phaseTransitionTimestamps[phase=Failed]", ManagerController, pre...),
+		vmi("status.phaseTransitionTimestamps[phase=Running]", ManagerAgent, agentPhases...),
+		vmi("status.phaseTransitionTimestamps[phase=Unknown]", ManagerAgent, agentPhases...),
+		vmi("status.phaseTransitionTimestamps[phase=Succeeded]", ManagerAgent, agentPhases...),
+		vmi("status.phaseTransitionTimestamps[phase=Failed]", ManagerAgent, agentPhases...),
+		exception("status.phaseTransitionTimestamps[phase=Failed]"),
+		vmi("status.conditions[type=PodScheduled]", ManagerController, pre...),
+		vmi("status.conditions[type=Synchronized]", ManagerController, pre...),
+		vmi("status.conditions[type=Ready]", ManagerAgent, agentPhases...),
+		exception("status.conditions[type=Ready]"),
+		vmi("status.conditions[type=Paused]", ManagerAgent, agentPhases...),
+		vmi("status.conditions[type=AgentConnected]", ManagerAgent, agentPhases...),
+		vmi("status.conditions[type=LiveMigratable]", ManagerAgent, agentPhases...),
+		vmi("status.interfaces", ManagerAgent, agentPhases...),
+		vmi("status.guestOSInfo", ManagerAgent, agentPhases...),
+
+		// Migration, to come: the migration controller names the migration
+		// and its target, the target agent reports its domain, the source
+		// agent drives and ends the migration.
+		future(KindVMI, "status.migrationState.migrationUid", ManagerMigrationController),
+		future(KindVMI, "status.migrationState.sourceNode", ManagerMigrationController),
+		future(KindVMI, "status.migrationState.sourcePod", ManagerMigrationController),
+		future(KindVMI, "status.migrationState.targetNode", ManagerMigrationController),
+		future(KindVMI, "status.migrationState.targetPod", ManagerMigrationController),
+		future(KindVMI, "status.migrationState.abortRequested", ManagerMigrationController),
+		future(KindVMI, "status.migrationState.targetNodeAddress", ManagerTargetAgent),
+		future(KindVMI, "status.migrationState.targetNodeDomainDetected", ManagerTargetAgent),
+		future(KindVMI, "status.migrationState.targetNodeDomainReadyTimestamp", ManagerTargetAgent),
+		future(KindVMI, "status.migrationState.startTimestamp", ManagerSourceAgent),
+		future(KindVMI, "status.migrationState.endTimestamp", ManagerSourceAgent),
+		future(KindVMI, "status.migrationState.completed", ManagerSourceAgent),
+		future(KindVMI, "status.migrationState.failed", ManagerSourceAgent),
+		future(KindVMI, "status.migrationState.failureReason", ManagerSourceAgent),
+		future(KindVMI, "status.migrationState.mode", ManagerSourceAgent),
+		future(KindVMI, "status.migrationState.abortStatus", ManagerSourceAgent),
+		future(KindVMIM, "status.phase", ManagerMigrationController),
+		future(KindVMIM, "status.phaseTransitionTimestamps", ManagerMigrationController),
+		future(KindVMIM, "status.conditions", ManagerMigrationController),
+
+		// Future: `virtctl start/stop/restart` through nodevirt-api appends
+		// requests; the controller consumes them (compare-and-swap on the
+		// resourceVersion).
+		future(KindVM, "status.stateChangeRequests", ManagerAPI),
+	}
+	for _, f := range []string{"created", "ready", "printableStatus", "conditions", "stateChangeRequests",
+		"startFailure", "runStrategy", "observedGeneration", "desiredGeneration"} {
+		rows = append(rows, StatusField{Kind: KindVM, Path: "status." + f, Writer: ManagerController})
+	}
+	return rows
+}
+
+// PhaseWriter returns the field manager that owns status.phase of a VMI in
+// phase p: the controller before Scheduled, the agent from Scheduled on.
+// The node controller's NodeUnresponsive exception is not an owner.
+func PhaseWriter(p VirtualMachineInstancePhase) string {
+	for _, f := range StatusOwnership() {
+		if f.Kind == KindVMI && f.Path == "status.phase" && !f.Exception && slices.Contains(f.While, p) {
+			return f.Writer
+		}
+	}
+	return ""
+}
+
+// ConditionWriters returns the field managers that write VMI conditions of
+// type t (the usual owner first); none for a type nodevirt does not write.
+func ConditionWriters(t VirtualMachineInstanceConditionType) []string {
+	var out []string
+	for _, f := range StatusOwnership() {
+		if f.Kind == KindVMI && f.Path == "status.conditions[type="+string(t)+"]" {
+			out = append(out, f.Writer)
+		}
+	}
+	return out
+}
+
+// ownedPaths returns the paths of kind's status that manager writes.
+func ownedPaths(kind, manager string) []string {
+	var out []string
+	for _, f := range StatusOwnership() {
+		if f.Kind == kind && f.Writer == manager && !f.Future {
+			out = append(out, strings.TrimPrefix(f.Path, "status."))
+		}
+	}
+	return out
+}
