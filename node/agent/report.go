@@ -60,18 +60,39 @@ func (a *Agent) domainIfAny(uid string) *domain {
 // The body carries the VMI's resourceVersion as a precondition: a conflict
 // means the cache was stale, and the sync is retried with a fresh view.
 func (a *Agent) patchStatus(ctx context.Context, vmi *v1.VirtualMachineInstance, s v1.VirtualMachineInstanceStatus) error {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+	defer cancel()
+	vmi, err := a.upgradeManagedFields(ctx, vmi)
+	if err != nil {
+		return err
+	}
 	b, err := v1.StatusApply(vmi, s, v1.ManagerAgent)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
-	defer cancel()
 	_, err = a.deps.Virt.KubevirtV1().VirtualMachineInstances(vmi.Namespace).
 		Patch(ctx, vmi.Name, types.ApplyPatchType, b, metav1.PatchOptions{FieldManager: v1.ManagerAgent, Force: ptr.To(true)}, "status")
 	if err != nil {
 		return fmt.Errorf("patch status of VMI %s/%s: %w", vmi.Namespace, vmi.Name, err)
 	}
 	return nil
+}
+
+// upgradeManagedFields hands the status fields an agent of an earlier
+// release wrote by merge patch to the agent's apply entry, once per VMI
+// (v1.StatusApplyUpgrade), and returns the VMI as it is afterwards; a VMI
+// with nothing to hand over is returned as it is.
+func (a *Agent) upgradeManagedFields(ctx context.Context, vmi *v1.VirtualMachineInstance) (*v1.VirtualMachineInstance, error) {
+	patch, err := v1.StatusApplyUpgrade(vmi, v1.ManagerAgent)
+	if err != nil || patch == nil {
+		return vmi, err
+	}
+	up, err := a.deps.Virt.KubevirtV1().VirtualMachineInstances(vmi.Namespace).
+		Patch(ctx, vmi.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: v1.ManagerAgent})
+	if err != nil {
+		return nil, fmt.Errorf("upgrade managed fields of VMI %s/%s: %w", vmi.Namespace, vmi.Name, err)
+	}
+	return up, nil
 }
 
 // removeFinalizer drops the agent's finalizer; a JSON patch with a test of

@@ -16,16 +16,16 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
-	"github.com/nodevirt/nodevirt/cluster/apitest"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
 	kvclient "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/api/v1"
+	"github.com/nodevirt/nodevirt/hack/testenv/apiserver"
 )
 
 // TestStatusOwnership runs against a real kube-apiserver with the generated
 // CRDs: the API server enforces the phase transition table, and writers of
 // different conditions never undo each other.
 func TestStatusOwnership(t *testing.T) {
-	env := apitest.Start(t)
+	env := apiserver.Start(t)
 	kube, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -42,6 +42,7 @@ func TestStatusOwnership(t *testing.T) {
 	t.Run("phase transitions", func(t *testing.T) { testPhaseTransitions(t, vmis) })
 	t.Run("concurrent conditions", func(t *testing.T) { testConcurrentConditions(t, vmis) })
 	t.Run("agent drops its condition", func(t *testing.T) { testAgentDropsCondition(t, vmis) })
+	t.Run("upgrade from merge patches", func(t *testing.T) { testUpgradeFromMergePatches(t, vmis) })
 }
 
 func newVMI(t *testing.T, vmis kvclient.VirtualMachineInstanceInterface, name string) *v1.VirtualMachineInstance {
@@ -246,5 +247,53 @@ func testAgentDropsCondition(t *testing.T, vmis kvclient.VirtualMachineInstanceI
 	stale := vmi.DeepCopy() // resourceVersion from before the writes above
 	if err := apply(ctx, vmis, stale, paused, v1.ManagerAgent); !apierrors.IsConflict(err) {
 		t.Errorf("apply with a stale resourceVersion: err = %v, want Conflict", err)
+	}
+}
+
+// testUpgradeFromMergePatches is an agent upgraded from a release that wrote
+// its status with merge patches (an Update entry under the same manager
+// name): without StatusApplyUpgrade its first apply leaves the condition it
+// omits in place; with it the condition goes.
+func testUpgradeFromMergePatches(t *testing.T, vmis kvclient.VirtualMachineInstanceInterface) {
+	ctx := t.Context()
+	unpaused := v1.VirtualMachineInstanceStatus{Phase: v1.Running, Conditions: []v1.VirtualMachineInstanceCondition{
+		condition(v1.VirtualMachineInstanceReady, true, ""),
+	}}
+	for _, upgrade := range []bool{false, true} {
+		vmi := newVMI(t, vmis, fmt.Sprintf("upgraded-%t", upgrade))
+		old := []byte(`{"status":{"phase":"Scheduled"}}`)
+		if _, err := vmis.Patch(ctx, vmi.Name, types.MergePatchType, old, metav1.PatchOptions{FieldManager: v1.ManagerAgent}, "status"); err != nil {
+			t.Fatal(err)
+		}
+		old = []byte(`{"status":{"phase":"Running","conditions":[` +
+			`{"type":"Ready","status":"False","reason":"GuestNotRunning"},` +
+			`{"type":"Paused","status":"True","reason":"PausedByUser"}]}}`)
+		vmi, err := vmis.Patch(ctx, vmi.Name, types.MergePatchType, old, metav1.PatchOptions{FieldManager: v1.ManagerAgent}, "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if upgrade {
+			patch, err := v1.StatusApplyUpgrade(vmi, v1.ManagerAgent)
+			if err != nil || patch == nil {
+				t.Fatalf("StatusApplyUpgrade = %s, %v; want a patch", patch, err)
+			}
+			if vmi, err = vmis.Patch(ctx, vmi.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: v1.ManagerAgent}); err != nil {
+				t.Fatal(err)
+			}
+			if again, err := v1.StatusApplyUpgrade(vmi, v1.ManagerAgent); err != nil || again != nil {
+				t.Errorf("StatusApplyUpgrade after the upgrade = %s, %v; want nothing to do", again, err)
+			}
+		}
+		if err := apply(ctx, vmis, vmi, unpaused, v1.ManagerAgent); err != nil {
+			t.Fatal(err)
+		}
+		got, err := vmis.Get(ctx, vmi.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, paused := conditionsByType(got)[v1.VirtualMachineInstancePaused]
+		if paused != !upgrade {
+			t.Errorf("upgrade %t: Paused present after the apply = %t, want %t: %+v", upgrade, paused, !upgrade, got.Status.Conditions)
+		}
 	}
 }
