@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 )
 
 // Defaults for Config fields left zero.
@@ -101,7 +103,7 @@ func (h *Heartbeat) Run(ctx context.Context) error {
 
 // beat sends one patch.
 func (h *Heartbeat) beat(ctx context.Context, alive bool) error {
-	_, err := h.nodes.Patch(ctx, h.cfg.NodeName, types.MergePatchType, Patch(alive, h.cfg.Now()), metav1.PatchOptions{})
+	_, err := h.nodes.Patch(ctx, h.cfg.NodeName, types.MergePatchType, Patch(alive, h.cfg.Now()), metav1.PatchOptions{FieldManager: v1.ManagerAgent})
 	if err != nil {
 		return fmt.Errorf("heartbeat node %q (schedulable=%t): %w", h.cfg.NodeName, alive, err)
 	}
