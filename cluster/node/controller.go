@@ -14,7 +14,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	kvclient "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/api/v1"
@@ -138,17 +137,12 @@ func (c *Controller) markUnschedulable(ctx context.Context, name string) error {
 // applies only the node controller's fields, under its own field manager,
 // with the cached resourceVersion as a precondition.
 func (c *Controller) fail(ctx context.Context, vmi *v1.VirtualMachineInstance, now time.Time) error {
-	body, err := v1.StatusApply(vmi, FailedStatus(vmi, now), v1.ManagerNodeController)
-	if err != nil {
-		return fmt.Errorf("fail vmi %s/%s on unresponsive node: %w", vmi.Namespace, vmi.Name, err)
-	}
-	_, err = c.d.Client.VirtualMachineInstances(vmi.Namespace).Patch(ctx, vmi.Name, types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: v1.ManagerNodeController, Force: ptr.To(true)}, "status")
+	err := v1.ApplyStatus(ctx, c.d.Client.VirtualMachineInstances(vmi.Namespace), vmi, FailedStatus(vmi, now), v1.ManagerNodeController)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("fail vmi %s/%s on unresponsive node: %w", vmi.Namespace, vmi.Name, err)
+		return fmt.Errorf("fail vmi on unresponsive node: %w", err)
 	}
 	c.d.Recorder.Eventf(vmi, corev1.EventTypeWarning, EventNodeUnresponsive, "Node %s is unresponsive: its agent stopped heartbeating", vmi.Status.NodeName)
 	return nil

@@ -15,7 +15,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	kvclient "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/api/v1"
@@ -217,19 +216,11 @@ func (c *Controller) apply(ctx context.Context, vmi *v1.VirtualMachineInstance, 
 // gets a Conflict and the key is retried. Conditions and transition
 // timestamps of other writers are left alone.
 func (c *Controller) applyStatus(ctx context.Context, vmi *v1.VirtualMachineInstance, status v1.VirtualMachineInstanceStatus) error {
-	body, err := v1.StatusApply(vmi, status, v1.ManagerController)
-	if err != nil {
-		return err
-	}
-	_, err = c.d.Client.VirtualMachineInstances(vmi.Namespace).Patch(ctx, vmi.Name, types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: v1.ManagerController, Force: ptr.To(true)}, "status")
+	err := v1.ApplyStatus(ctx, c.d.Client.VirtualMachineInstances(vmi.Namespace), vmi, status, v1.ManagerController)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("apply status of vmi %s/%s: %w", vmi.Namespace, vmi.Name, err)
-	}
-	return nil
+	return err
 }
 
 func (c *Controller) createPod(ctx context.Context, vmi *v1.VirtualMachineInstance, pod *corev1.Pod) error {

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/node/status"
@@ -66,16 +65,7 @@ func (a *Agent) patchStatus(ctx context.Context, vmi *v1.VirtualMachineInstance,
 	if err != nil {
 		return err
 	}
-	b, err := v1.StatusApply(vmi, s, v1.ManagerAgent)
-	if err != nil {
-		return err
-	}
-	_, err = a.deps.Virt.KubevirtV1().VirtualMachineInstances(vmi.Namespace).
-		Patch(ctx, vmi.Name, types.ApplyPatchType, b, metav1.PatchOptions{FieldManager: v1.ManagerAgent, Force: ptr.To(true)}, "status")
-	if err != nil {
-		return fmt.Errorf("patch status of VMI %s/%s: %w", vmi.Namespace, vmi.Name, err)
-	}
-	return nil
+	return v1.ApplyStatus(ctx, a.deps.Virt.KubevirtV1().VirtualMachineInstances(vmi.Namespace), vmi, s, v1.ManagerAgent)
 }
 
 // upgradeManagedFields hands the status fields an agent of an earlier

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
@@ -130,12 +129,7 @@ func phaseName(p v1.VirtualMachineInstancePhase) string {
 }
 
 func apply(ctx context.Context, vmis kvclient.VirtualMachineInstanceInterface, vmi *v1.VirtualMachineInstance, s v1.VirtualMachineInstanceStatus, manager string) error {
-	body, err := v1.StatusApply(vmi, s, manager)
-	if err != nil {
-		return err
-	}
-	_, err = vmis.Patch(ctx, vmi.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: manager, Force: ptr.To(true)}, "status")
-	return err
+	return v1.ApplyStatus(ctx, vmis, vmi, s, manager)
 }
 
 func condition(t v1.VirtualMachineInstanceConditionType, ok bool, reason string) v1.VirtualMachineInstanceCondition {

@@ -1,9 +1,14 @@
 package v1
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // OwnedBy returns the fields of s that manager writes according to
@@ -148,4 +153,24 @@ func prune(v any) any {
 		return out
 	}
 	return v
+}
+
+// StatusPatcher is what ApplyStatus needs of a VMI client (the generated
+// typed client satisfies it).
+type StatusPatcher interface {
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*VirtualMachineInstance, error)
+}
+
+// ApplyStatus writes the fields of s that manager owns to vmi's status
+// subresource by server-side apply, forced (the table, not the API server,
+// arbitrates between writers), with vmi's resourceVersion as precondition.
+func ApplyStatus(ctx context.Context, p StatusPatcher, vmi *VirtualMachineInstance, s VirtualMachineInstanceStatus, manager string) error {
+	body, err := StatusApply(vmi, s, manager)
+	if err != nil {
+		return err
+	}
+	if _, err := p.Patch(ctx, vmi.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: manager, Force: ptr.To(true)}, "status"); err != nil {
+		return fmt.Errorf("apply status of vmi %s/%s as %s: %w", vmi.Namespace, vmi.Name, manager, err)
+	}
+	return nil
 }
