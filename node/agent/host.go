@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/nodevirt/nodevirt/netsetup"
 	"github.com/nodevirt/nodevirt/node/launcher"
@@ -147,9 +148,26 @@ func (HostProcesses) Identify(pid int) (store.Process, error) { return processOf
 // Alive reports whether p still exists (same pid, start time and boot).
 func (HostProcesses) Alive(p store.Process) bool { return alive(p) }
 
-// Kill sends SIGKILL to p.PID; a process already gone is not an error.
+// Kill sends SIGKILL to p; a process already gone is not an error, and
+// neither is a process that reuses p's pid: it is left alone. The pid is
+// pinned with a pidfd before its identity is checked, so it cannot be
+// reused between the check and the signal.
 func (HostProcesses) Kill(p store.Process) error {
-	if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if p.PID <= 0 {
+		return nil
+	}
+	fd, err := unix.PidfdOpen(p.PID, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("kill QEMU %d: pidfd: %w", p.PID, err)
+	}
+	defer unix.Close(fd)
+	if !alive(p) {
+		return nil // gone, or another process now has its pid
+	}
+	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
 		return fmt.Errorf("kill QEMU %d: %w", p.PID, err)
 	}
 	return nil

@@ -12,5 +12,7 @@
 // assert that the agent persisted its intent first.
 //
 // The fakes are safe for concurrent use; their state changes only when
-// the agent acts or the test says so (no QEMU is simulated).
+// the agent acts or the test says so (no guest is simulated). They obey
+// the conformance suites in conformance.go, which the host
+// implementations (node/agent/host.go) pass too.
 package agenttest

@@ -56,11 +56,15 @@ func (p *Processes) Alive(proc store.Process) bool {
 	return ok && proc.PID != 0 && st == proc.StartTime && (proc.BootID == "" || proc.BootID == BootID)
 }
 
-// Kill logs "process.Kill <pid>"; unless it fails, the process is gone.
+// Kill logs "process.Kill <pid>"; unless it fails, the process proc is
+// gone. A process gone already, or another one with proc's pid (a reused
+// pid), is left alone and is not an error.
 func (p *Processes) Kill(proc store.Process) error {
 	if err := p.log.call("process.Kill " + strconv.Itoa(proc.PID)); err != nil {
 		return err
 	}
-	p.Exit(proc.PID)
+	if p.Alive(proc) {
+		p.Exit(proc.PID)
+	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nodevirt/nodevirt/node/agent"
 	"github.com/nodevirt/nodevirt/qmp"
@@ -56,10 +57,13 @@ func (q *QEMU) RunState() string {
 	return q.runState
 }
 
-func (q *QEMU) setRunState(s string) {
+// setRunState sets the run state and reports whether it changed.
+func (q *QEMU) setRunState(s string) bool {
 	q.mu.Lock()
+	defer q.mu.Unlock()
+	changed := q.runState != s
 	q.runState = s
-	q.mu.Unlock()
+	return changed
 }
 
 // DialQMP logs "qmp.Dial" and connects when QEMU listens.
@@ -82,12 +86,15 @@ func (q *QEMU) DialGuestAgent(context.Context, string) (agent.GuestAgent, error)
 	return nil, ErrNoGuestAgent
 }
 
-// Monitor is a fake QMP connection to a QEMU.
+// Monitor is a fake QMP connection to a QEMU. Like QEMU, it emits STOP
+// and RESUME when Stop and Cont change the run state, and POWERDOWN on
+// SystemPowerdown; an event that finds the buffer full is dropped.
 type Monitor struct {
-	q      *QEMU
-	events chan qmp.Event
-	done   chan struct{}
-	once   sync.Once
+	q       *QEMU
+	events  chan qmp.Event
+	done    chan struct{}
+	once    sync.Once
+	dropped atomic.Uint64
 }
 
 func (m *Monitor) end() { m.once.Do(func() { close(m.done) }) }
@@ -103,26 +110,38 @@ func (m *Monitor) QueryStatus(context.Context) (qmp.StatusInfo, error) {
 	return qmp.StatusInfo{Running: s == qmp.RunStateRunning, Status: s}, nil
 }
 
-// Stop logs "qmp.Stop" and pauses the guest.
-func (m *Monitor) Stop(context.Context) error { return m.command("qmp.Stop", qmp.RunStatePaused) }
+// Stop logs "qmp.Stop" and pauses the guest (event STOP).
+func (m *Monitor) Stop(context.Context) error {
+	return m.command("qmp.Stop", qmp.RunStatePaused, qmp.EventStop)
+}
 
-// Cont logs "qmp.Cont" and resumes the guest.
-func (m *Monitor) Cont(context.Context) error { return m.command("qmp.Cont", qmp.RunStateRunning) }
+// Cont logs "qmp.Cont" and resumes the guest (event RESUME).
+func (m *Monitor) Cont(context.Context) error {
+	return m.command("qmp.Cont", qmp.RunStateRunning, qmp.EventResume)
+}
 
-// SystemPowerdown logs "qmp.SystemPowerdown"; the guest does nothing
-// until the test says so.
-func (m *Monitor) SystemPowerdown(context.Context) error { return m.command("qmp.SystemPowerdown", "") }
+// SystemPowerdown logs "qmp.SystemPowerdown" and emits POWERDOWN; the
+// guest does nothing until the test says so.
+func (m *Monitor) SystemPowerdown(context.Context) error {
+	if err := m.command("qmp.SystemPowerdown", "", ""); err != nil {
+		return err
+	}
+	m.emit(qmp.EventPowerdown)
+	return nil
+}
 
 // Quit logs "qmp.Quit"; QEMU exits.
 func (m *Monitor) Quit(context.Context) error {
-	if err := m.command("qmp.Quit", ""); err != nil {
+	if err := m.command("qmp.Quit", "", ""); err != nil {
 		return err
 	}
 	m.q.Exit()
 	return nil
 }
 
-func (m *Monitor) command(op, state string) error {
+// command logs op and, on a live connection, sets the run state to state
+// (if not empty), emitting event when that changes it.
+func (m *Monitor) command(op, state, event string) error {
 	if err := m.q.log.call(op); err != nil {
 		return err
 	}
@@ -131,17 +150,26 @@ func (m *Monitor) command(op, state string) error {
 		return errors.New("agenttest: QMP connection closed")
 	default:
 	}
-	if state != "" {
-		m.q.setRunState(state)
+	if state != "" && m.q.setRunState(state) && event != "" {
+		m.emit(event)
 	}
 	return nil
 }
 
-// Events are the connection's events (none unless a test sends some).
+// emit queues the event name, or counts it dropped when the buffer is full.
+func (m *Monitor) emit(name string) {
+	select {
+	case m.events <- qmp.Event{Name: name}:
+	default:
+		m.dropped.Add(1)
+	}
+}
+
+// Events are the connection's events (STOP, RESUME, POWERDOWN).
 func (m *Monitor) Events() <-chan qmp.Event { return m.events }
 
-// Dropped is always 0.
-func (m *Monitor) Dropped() uint64 { return 0 }
+// Dropped counts the events lost to a full buffer.
+func (m *Monitor) Dropped() uint64 { return m.dropped.Load() }
 
 // Done is closed when QEMU exits or the connection is closed.
 func (m *Monitor) Done() <-chan struct{} { return m.done }
