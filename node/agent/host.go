@@ -160,6 +160,16 @@ func (HostProcesses) Kill(p store.Process) error {
 	if errors.Is(err, unix.ESRCH) {
 		return nil
 	}
+	if errors.Is(err, unix.ENOSYS) {
+		// Kernels before 5.3 have no pidfds: check, then signal the pid.
+		if !alive(p) {
+			return nil
+		}
+		if err := unix.Kill(p.PID, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("kill QEMU %d: %w", p.PID, err)
+		}
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("kill QEMU %d: pidfd: %w", p.PID, err)
 	}
