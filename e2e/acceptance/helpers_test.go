@@ -16,9 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
-// poll is the interval of every wait.
+// poll is the interval of the few loops testenv.Eventually cannot express
+// (an observation window, a wait whose timeout is not fatal); every wait
+// for a condition goes through testenv.Eventually.
 const poll = 250 * time.Millisecond
 
 // kubectl runs kubectl with stdin (may be nil) and fails the test on error.
@@ -91,23 +94,20 @@ func renameObject(m, name string) string {
 // waitVMI polls VMI name until cond holds and returns it.
 func (s *suite) waitVMI(t *testing.T, name string, timeout time.Duration, what string, cond func(*v1.VirtualMachineInstance) bool) *v1.VirtualMachineInstance {
 	t.Helper()
-	var last *v1.VirtualMachineInstance
-	var lastErr error
-	deadline := time.Now().Add(timeout)
-	for {
+	var last, got *v1.VirtualMachineInstance
+	testenv.Eventually(t, timeout, fmt.Sprintf("VMI %s %s", name, what), func() error {
 		vmi, err := s.virt.KubevirtV1().VirtualMachineInstances(namespace).Get(context.Background(), name, metav1.GetOptions{})
-		if err == nil {
-			last = vmi
-			if cond(vmi) {
-				return vmi
-			}
+		if err != nil {
+			return fmt.Errorf("get VMI %s: %w (last status %s)", name, err, statusLine(last))
 		}
-		lastErr = err
-		if time.Now().After(deadline) {
-			t.Fatalf("VMI %s: not %s after %v (last error %v, last status %s)", name, what, timeout, lastErr, statusLine(last))
+		last = vmi
+		if !cond(vmi) {
+			return fmt.Errorf("VMI %s not %s: last status %s", name, what, statusLine(vmi))
 		}
-		time.Sleep(poll)
-	}
+		got = vmi
+		return nil
+	})
+	return got
 }
 
 // waitNewVMI waits for VMI name to exist with a UID other than old.
@@ -122,41 +122,48 @@ func (s *suite) waitNewVMI(t *testing.T, name, old string, timeout time.Duration
 // has a UID other than uid.
 func (s *suite) waitVMIGone(t *testing.T, name, uid string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		vmi, err := s.virt.KubevirtV1().VirtualMachineInstances(namespace).Get(context.Background(), name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) || (err == nil && uid != "" && string(vmi.UID) != uid) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("VMI %s (%s) still there after %v: %v %s", name, uid, timeout, err, statusLine(vmi))
-		}
-		time.Sleep(poll)
+	what := fmt.Sprintf("VMI %s gone", name)
+	if uid != "" {
+		what = fmt.Sprintf("VMI %s (uid %s) gone or replaced", name, uid)
 	}
+	testenv.Eventually(t, timeout, what, func() error {
+		vmi, err := s.virt.KubevirtV1().VirtualMachineInstances(namespace).Get(context.Background(), name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("get VMI %s: %w", name, err)
+		case uid != "" && string(vmi.UID) != uid:
+			return nil
+		}
+		return fmt.Errorf("VMI %s still there: %s", name, statusLine(vmi))
+	})
 }
 
 // waitVM polls VM name until cond holds and returns it.
 func (s *suite) waitVM(t *testing.T, name string, timeout time.Duration, what string, cond func(*v1.VirtualMachine) bool) *v1.VirtualMachine {
 	t.Helper()
-	var last *v1.VirtualMachine
-	deadline := time.Now().Add(timeout)
-	for {
+	var last, got *v1.VirtualMachine
+	testenv.Eventually(t, timeout, fmt.Sprintf("VM %s %s", name, what), func() error {
 		vm, err := s.virt.KubevirtV1().VirtualMachines(namespace).Get(context.Background(), name, metav1.GetOptions{})
-		if err == nil {
-			last = vm
-			if cond(vm) {
-				return vm
-			}
+		if err != nil {
+			return fmt.Errorf("get VM %s: %w (last status %s)", name, err, vmStatusLine(last))
 		}
-		if time.Now().After(deadline) {
-			st := ""
-			if last != nil {
-				st = fmt.Sprintf("printableStatus=%s ready=%t startFailure=%+v", last.Status.PrintableStatus, last.Status.Ready, last.Status.StartFailure)
-			}
-			t.Fatalf("VM %s: not %s after %v (last error %v, %s)", name, what, timeout, err, st)
+		last = vm
+		if !cond(vm) {
+			return fmt.Errorf("VM %s not %s: last status %s", name, what, vmStatusLine(vm))
 		}
-		time.Sleep(poll)
+		got = vm
+		return nil
+	})
+	return got
+}
+
+func vmStatusLine(vm *v1.VirtualMachine) string {
+	if vm == nil {
+		return "<none>"
 	}
+	return fmt.Sprintf("printableStatus=%s ready=%t startFailure=%+v", vm.Status.PrintableStatus, vm.Status.Ready, vm.Status.StartFailure)
 }
 
 func phaseIs(p v1.VirtualMachineInstancePhase) func(*v1.VirtualMachineInstance) bool {
@@ -212,13 +219,17 @@ func (s *suite) launcherPod(t *testing.T, vmi *v1.VirtualMachineInstance) corev1
 // waitPodsGone waits until the VMI with uid has no launcher pod left.
 func (s *suite) waitPodsGone(t *testing.T, uid string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for len(s.launcherPods(t, uid)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("launcher pod of VMI %s still there after %v", uid, timeout)
+	testenv.Eventually(t, timeout, fmt.Sprintf("launcher pods of VMI %s gone", uid), func() error {
+		pods := s.launcherPods(t, uid)
+		if len(pods) == 0 {
+			return nil
 		}
-		time.Sleep(poll)
-	}
+		var names []string
+		for _, p := range pods {
+			names = append(names, fmt.Sprintf("%s (phase %s, deleting %t)", p.Name, p.Status.Phase, p.DeletionTimestamp != nil))
+		}
+		return fmt.Errorf("launcher pods still there: %s", strings.Join(names, ", "))
+	})
 }
 
 // podDir is the pod's directory on the host (its node's kubelet root).
@@ -244,19 +255,21 @@ func (s *suite) serialLog(t *testing.T, pod corev1.Pod) string {
 func (s *suite) waitSerial(t *testing.T, pod corev1.Pod, prefix string, timeout time.Duration) string {
 	t.Helper()
 	path := s.serialLog(t, pod)
-	deadline := time.Now().Add(timeout)
-	for {
-		b, _ := os.ReadFile(path)
+	var line string
+	testenv.Eventually(t, timeout, fmt.Sprintf("a line starting with %q in serial log %s", prefix, path), func() error {
+		b, err := os.ReadFile(path)
 		for _, l := range strings.Split(string(b), "\n") {
 			if l = strings.TrimRight(l, "\r"); strings.HasPrefix(l, prefix) {
-				return l
+				line = l
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serial log %s: no line starting with %q after %v; log:\n%s", path, prefix, timeout, tail(string(b), 40))
+		if err != nil {
+			return err
 		}
-		time.Sleep(poll)
-	}
+		return fmt.Errorf("no line starting with %q yet; log:\n%s", prefix, tail(string(b), 40))
+	})
+	return line
 }
 
 // tail returns the last n lines of s.
@@ -298,44 +311,33 @@ func qemuPid(name string) int {
 // waitQEMU waits until VMI name has a QEMU process and returns its pid.
 func waitQEMU(t *testing.T, name string, timeout time.Duration) int {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if pid := qemuPid(name); pid != 0 {
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no QEMU process for VMI %s after %v", name, timeout)
-		}
-		time.Sleep(poll)
-	}
+	var pid int
+	testenv.Eventually(t, timeout, fmt.Sprintf("a QEMU process for VMI %s", name), func() bool {
+		pid = qemuPid(name)
+		return pid != 0
+	})
+	return pid
 }
 
 // waitEvent waits for an event of type typ and reason on object uid.
 func (s *suite) waitEvent(t *testing.T, uid, typ, reason string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testenv.Eventually(t, timeout, fmt.Sprintf("a %s event %q on %s", typ, reason, uid), func() error {
 		evs, err := s.kube.CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{
 			FieldSelector: "involvedObject.uid=" + uid,
 		})
-		if err == nil {
-			for _, e := range evs.Items {
-				if e.Type == typ && e.Reason == reason {
-					return
-				}
-			}
+		if err != nil {
+			return fmt.Errorf("list events: %w", err)
 		}
-		if time.Now().After(deadline) {
-			var got []string
-			if evs != nil {
-				for _, e := range evs.Items {
-					got = append(got, e.Type+"/"+e.Reason)
-				}
+		var got []string
+		for _, e := range evs.Items {
+			if e.Type == typ && e.Reason == reason {
+				return nil
 			}
-			t.Fatalf("no %s event %q on %s after %v (events: %v)", typ, reason, uid, timeout, got)
+			got = append(got, e.Type+"/"+e.Reason)
 		}
-		time.Sleep(poll)
-	}
+		return fmt.Errorf("no %s event %q yet (events: %v)", typ, reason, got)
+	})
 }
 
 // deleteVM deletes VM name and waits until its VMI is gone.

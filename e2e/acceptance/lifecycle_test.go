@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
 // vmiManifest is the bare example VMI renamed, with edits.
@@ -197,13 +198,8 @@ func testGracePeriod(t *testing.T, s *suite) {
 	pid := waitQEMU(t, name, 10*time.Second)
 	deleted := time.Now()
 	s.kubectl(t, nil, "delete", "vmi", "-n", namespace, name, "--wait=false")
-	deadline := deleted.Add(30 * time.Second)
-	for processAlive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("QEMU %d still runs 30 s after deletion", pid)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, time.Until(deleted.Add(30*time.Second)), fmt.Sprintf("QEMU %d to exit within 30 s of the deletion", pid),
+		func() bool { return !processAlive(pid) })
 	took := time.Since(deleted)
 	t.Logf("QEMU stopped %v after deletion (grace period 5 s)", took.Round(10*time.Millisecond))
 	if took < 4*time.Second || took > 12*time.Second {

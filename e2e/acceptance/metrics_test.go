@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/node/metrics/promtest"
 )
 
@@ -228,14 +229,15 @@ func testPrometheusScrape(t *testing.T, s *suite) {
 func waitAgentTarget(t *testing.T, p *promtest.Server, agent corev1.Pod, timeout time.Duration) promtest.Target {
 	t.Helper()
 	wantURL := "http://" + net.JoinHostPort(agent.Status.PodIP, "8443") + "/metrics"
-	var last []promtest.Target
-	var lastErr error
-	deadline := time.Now().Add(timeout)
-	for {
+	var target promtest.Target
+	testenv.Eventually(t, timeout, fmt.Sprintf("a healthy Prometheus target for agent pod %s via Service %s", agent.Name, metricsService), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		last, lastErr = p.Targets(ctx)
+		targets, err := p.Targets(ctx)
 		cancel()
-		for _, tg := range last {
+		if err != nil {
+			return fmt.Errorf("Prometheus targets: %w", err)
+		}
+		for _, tg := range targets {
 			if tg.Labels["service"] != metricsService || tg.Labels["pod"] != agent.Name {
 				continue
 			}
@@ -243,15 +245,13 @@ func waitAgentTarget(t *testing.T, p *promtest.Server, agent corev1.Pod, timeout
 				t.Fatalf("agent target scrapes %s, want %s (labels %v)", tg.ScrapeURL, wantURL, tg.DiscoveredLabels)
 			}
 			if tg.Health == "up" {
-				return tg
+				target = tg
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no healthy Prometheus target for agent pod %s via Service %s after %v (error %v); active targets: %+v",
-				agent.Name, metricsService, timeout, lastErr, last)
-		}
-		time.Sleep(poll)
-	}
+		return fmt.Errorf("no healthy agent target yet; active targets: %+v", targets)
+	})
+	return target
 }
 
 // waitGrowth polls q until its single value exceeds before and returns the

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
 // Scenario 12: invalid VMs are refused by kubectl apply with a message
@@ -94,12 +95,8 @@ func testAgentRestart(t *testing.T, s *suite) {
 			t.Fatalf("restart %d: QEMU pid %d, want %d (still running)", i, got, pid)
 		}
 		// Pause works within 5 s of the restart.
-		for err := s.vmiAction(t, vmi, "pause"); err != nil; err = s.vmiAction(t, vmi, "pause") {
-			if time.Since(ready) > 5*time.Second {
-				t.Fatalf("restart %d: pause still fails 5 s after the agent is ready: %v", i, err)
-			}
-			time.Sleep(poll)
-		}
+		testenv.Eventually(t, time.Until(ready.Add(5*time.Second)), fmt.Sprintf("restart %d: pause to succeed within 5 s of the agent being ready", i),
+			func() error { return s.vmiAction(t, vmi, "pause") })
 		s.waitVMI(t, name, time.Until(ready.Add(5*time.Second))+time.Second, "Paused within 5 s of the restart", pausedState(true))
 		t.Logf("restart %d: paused %v after the new agent was ready", i, time.Since(ready).Round(10*time.Millisecond))
 		if err := s.vmiAction(t, vmi, "unpause"); err != nil {
@@ -148,24 +145,23 @@ func (s *suite) agentPod(t *testing.T, node string) corev1.Pod {
 // waitAgentReady waits for an agent pod on node other than old that is Ready.
 func (s *suite) waitAgentReady(t *testing.T, node string, old any, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testenv.Eventually(t, timeout, fmt.Sprintf("a new ready agent pod on %s (other than %v)", node, old), func() error {
 		pods, err := s.kube.CoreV1().Pods("nodevirt").List(t.Context(), metav1.ListOptions{
 			LabelSelector: "app.kubernetes.io/name=nodevirt-agent",
 			FieldSelector: "spec.nodeName=" + node,
 		})
-		if err == nil {
-			for _, p := range pods.Items {
-				if fmt.Sprint(p.UID) != fmt.Sprint(old) && p.Status.Phase == corev1.PodRunning && podReady(p) {
-					return
-				}
+		if err != nil {
+			return fmt.Errorf("list agent pods: %w", err)
+		}
+		var seen []string
+		for _, p := range pods.Items {
+			if fmt.Sprint(p.UID) != fmt.Sprint(old) && p.Status.Phase == corev1.PodRunning && podReady(p) {
+				return nil
 			}
+			seen = append(seen, fmt.Sprintf("%s (uid %s, phase %s, ready %t)", p.Name, p.UID, p.Status.Phase, podReady(p)))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no new ready agent pod on %s after %v", node, timeout)
-		}
-		time.Sleep(poll)
-	}
+		return fmt.Errorf("agent pods on %s: %v", node, seen)
+	})
 }
 
 func podReady(p corev1.Pod) bool {
@@ -233,17 +229,16 @@ func testHeartbeat(t *testing.T, s *suite) {
 
 func (s *suite) waitNode(t *testing.T, name, what string, timeout time.Duration, cond func(*corev1.Node) bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testenv.Eventually(t, timeout, fmt.Sprintf("node %s %s", name, what), func() error {
 		n, err := s.kube.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
-		if err == nil && cond(n) {
-			return
+		if err != nil {
+			return fmt.Errorf("get node %s: %w", name, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node %s not %s after %v (err %v)", name, what, timeout, err)
+		if !cond(n) {
+			return fmt.Errorf("node %s not %s: labels %v", name, what, n.Labels)
 		}
-		time.Sleep(poll)
-	}
+		return nil
+	})
 }
 
 // Scenario 4: masquerade. The guest's HTTP server on the declared port 80
@@ -279,27 +274,27 @@ func testMasquerade(t *testing.T, s *suite) {
 func httpGetEventually(t *testing.T, url string, timeout time.Duration) string {
 	t.Helper()
 	c := http.Client{Timeout: 3 * time.Second}
-	deadline := time.Now().Add(timeout)
-	for {
+	var body string
+	testenv.Eventually(t, timeout, fmt.Sprintf("GET %s to answer 200", url), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		resp, err := c.Do(req)
-		if err == nil {
-			b, rerr := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			cancel()
-			if rerr == nil && resp.StatusCode == http.StatusOK {
-				return strings.TrimSpace(string(b))
-			}
-			err = fmt.Errorf("%s", resp.Status)
-		} else {
-			cancel()
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s: %v after %v", url, err, timeout)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return fmt.Errorf("GET %s: %s: read body: %w", url, resp.Status, err)
 		}
-		time.Sleep(poll)
-	}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		body = strings.TrimSpace(string(b))
+		return nil
+	})
+	return body
 }
 
 // readFile returns the file's content, "" when it cannot be read.

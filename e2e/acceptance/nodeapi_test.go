@@ -18,6 +18,7 @@ import (
 	"time"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
 // The node API (docs/node-api.md) on the agent's unix socket, which lives
@@ -128,8 +129,9 @@ func (s *suite) guestExec(t *testing.T, vmi *v1.VirtualMachineInstance, timeout 
 	if err != nil || code != http.StatusOK || json.Unmarshal(body, &started) != nil {
 		t.Fatalf("guest-exec %s in %s: %v HTTP %d %s", path, vmi.Name, err, code, body)
 	}
-	deadline := time.Now().Add(timeout)
-	for {
+	var exitCode int
+	var output string
+	testenv.Eventually(t, timeout, fmt.Sprintf("guest-exec %s in %s to finish", path, vmi.Name), func() bool {
 		var st struct {
 			Return struct {
 				Exited   bool   `json:"exited"`
@@ -143,18 +145,17 @@ func (s *suite) guestExec(t *testing.T, vmi *v1.VirtualMachineInstance, timeout 
 		if err != nil || code != http.StatusOK || json.Unmarshal(body, &st) != nil {
 			t.Fatalf("guest-exec-status in %s: %v HTTP %d %s", vmi.Name, err, code, body)
 		}
-		if st.Return.Exited {
-			out, err := base64.StdEncoding.DecodeString(st.Return.OutData)
-			if err != nil {
-				t.Fatalf("guest-exec output %q: %v", st.Return.OutData, err)
-			}
-			return st.Return.ExitCode, string(out)
+		if !st.Return.Exited {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("guest-exec %s in %s did not finish within %v", path, vmi.Name, timeout)
+		out, err := base64.StdEncoding.DecodeString(st.Return.OutData)
+		if err != nil {
+			t.Fatalf("guest-exec output %q: %v", st.Return.OutData, err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		exitCode, output = st.Return.ExitCode, string(out)
+		return true
+	})
+	return exitCode, output
 }
 
 // pausedState is the VMI's Paused and Ready conditions.

@@ -77,7 +77,7 @@ type suite struct {
 }
 
 func TestAcceptance(t *testing.T) {
-	requirePrereqs(t)
+	localcluster.RequirePrereqs(t) // skips in -short mode
 	start := time.Now()
 	s := setUp(t)
 	t.Logf("setup (cluster, images, deploy): %v", time.Since(start).Round(100*time.Millisecond))
@@ -169,16 +169,6 @@ func report(t *testing.T, times map[int]time.Duration, results map[int]string, e
 		fmt.Fprintf(&b, "  %2d: %s (%s)\n", n, Pending[n].Piece, issue)
 	}
 	t.Log(b.String())
-}
-
-// requirePrereqs fails (CI=true) or skips without root or the cluster's
-// binaries and images.
-func requirePrereqs(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end suite skipped in -short mode")
-	}
-	localcluster.RequirePrereqs(t)
 }
 
 // setUp takes the cluster lock, reuses or starts the cluster, imports the

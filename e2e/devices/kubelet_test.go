@@ -61,12 +61,9 @@ func TestCluster_RealKubelet(t *testing.T) {
 	regs := plugins[deviceplugin.ResourceTun].Registrations()
 	start = time.Now()
 	restartKubelet(t, ctx, c, 0)
-	for plugins[deviceplugin.ResourceTun].Registrations() <= regs {
-		if ctx.Err() != nil {
-			t.Fatal("tun plugin did not re-register after the kubelet restart")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, within(ctx, time.Minute), "the tun plugin to re-register after the kubelet restart", func() bool {
+		return plugins[deviceplugin.ResourceTun].Registrations() > regs
+	})
 	t.Logf("MEASURE kubelet restart -> tun re-registered: %v", time.Since(start).Round(time.Millisecond))
 	kubectl(t, ctx, c, nil, "wait", "node/"+node.Name, "--for=condition=Ready", "--timeout=60s")
 	waitAllocatable(t, ctx, c, node.Name, want)
@@ -112,7 +109,7 @@ func runPlugins(t *testing.T, devs []deviceplugin.Device) map[string]*deviceplug
 // is as wanted ("" = absent).
 func waitAllocatable(t *testing.T, ctx context.Context, c *localcluster.Cluster, node string, want map[string]string) {
 	t.Helper()
-	for {
+	testenv.Eventually(t, within(ctx, time.Minute), fmt.Sprintf("node %s allocatable %v", node, want), func() error {
 		got := map[string]string{}
 		for r := range want {
 			jp := fmt.Sprintf("jsonpath={.status.allocatable.%s}", strings.ReplaceAll(r, ".", `\.`))
@@ -122,14 +119,21 @@ func waitAllocatable(t *testing.T, ctx context.Context, c *localcluster.Cluster,
 			}
 			got[r] = strings.TrimSpace(string(out))
 		}
-		if fmt.Sprint(got) == fmt.Sprint(want) {
-			return
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("node %s allocatable = %v, want %v", node, got, want)
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("node %s allocatable = %v, want %v", node, got, want)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return nil
+	})
+}
+
+// within is how long a wait may take: at most limit, and no longer than
+// ctx (the test's overall deadline) allows. Eventually's poll interval
+// grows with the timeout, so a bounded wait keeps the MEASURE figures fine.
+func within(ctx context.Context, limit time.Duration) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return min(limit, time.Until(dl))
 	}
+	return limit
 }
 
 // checkTunPods runs two unprivileged pods (uid 107, no capabilities):
@@ -208,12 +212,9 @@ func restartKubelet(t *testing.T, ctx context.Context, c *localcluster.Cluster, 
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill %s (%d): %v", name, pid, err)
 	}
-	for syscall.Kill(pid, 0) == nil && !isZombie(pid) {
-		if ctx.Err() != nil {
-			t.Fatalf("%s (%d) survived SIGKILL", name, pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, within(ctx, 30*time.Second), fmt.Sprintf("%s (%d) to die of SIGKILL", name, pid), func() bool {
+		return syscall.Kill(pid, 0) != nil || isZombie(pid)
+	})
 	sh := exec.CommandContext(ctx, "sh", append([]string{"-c", `setsid "$@" </dev/null >>"$LOG" 2>&1 & echo $!`, "sh"}, args...)...)
 	sh.Env = append(os.Environ(), "LOG="+filepath.Join(c.Dir, "logs", name+".log"))
 	out, err := sh.Output()

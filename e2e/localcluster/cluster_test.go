@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
 // TestSingleNode brings a one-node cluster up, runs a pod from a locally
@@ -114,10 +116,7 @@ func killDaemon(t *testing.T, c *Cluster, name string) {
 // stops it if the test did not.
 func startCluster(t *testing.T, nodes int) *Cluster {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("local cluster tests skipped in -short mode")
-	}
-	out := requirePrereqs(t)
+	out := requirePrereqs(t) // skips in -short mode
 	unlock, err := Lock(testContext(t, LockWait))
 	if err != nil {
 		t.Fatal(err)
@@ -188,16 +187,9 @@ func checkRestored(t *testing.T, dir string, before hostState) {
 // (written by hack/cluster/up.sh).
 const hostMarker = "/run/nodevirt-cluster"
 
-func skipOrFail(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
 // requireNoCluster skips (fails with CI=true) when another local cluster
-// runs: there can be only one per host.
+// runs: there can be only one per host. The gate is testenv.Require's; the
+// check (the host marker and the other cluster's pid files) is its own.
 func requireNoCluster(t *testing.T) {
 	t.Helper()
 	dir, err := os.ReadFile(hostMarker)
@@ -205,33 +197,27 @@ func requireNoCluster(t *testing.T) {
 		return
 	}
 	other := strings.TrimSpace(string(dir))
-	if pids, _ := filepath.Glob(filepath.Join(other, "run", "*.pid")); len(pids) > 0 {
-		skipOrFail(t, "a local cluster already runs from "+other+": stop it (CLUSTER_DIR="+other+" make cluster-down)")
-	}
+	pids, _ := filepath.Glob(filepath.Join(other, "run", "*.pid"))
+	testenv.Require(t, len(pids) == 0, "no other local cluster on this host (one runs from "+other+")",
+		"cluster-down CLUSTER_DIR="+other)
 }
 
-// requirePrereqs returns the artifacts directory, or skips (fails with
-// CI=true) when root, the Kubernetes binaries or the images are missing.
+// requirePrereqs returns the artifacts directory, or skips (in -short
+// mode, or locally) or fails (CI=true) through testenv.Require when root,
+// the Kubernetes binaries or the images are missing.
 func requirePrereqs(t *testing.T) string {
 	t.Helper()
-	missing := func(what, target string) { skipOrFail(t, fmt.Sprintf("%s: run make %s", what, target)) }
-	if os.Geteuid() != 0 {
-		missing("the local cluster needs root", "test-cluster as root")
-	}
+	testenv.Require(t, os.Geteuid() == 0, "root (the local cluster)", "test-cluster` as root, e.g. `sudo make test-cluster")
 	out, err := OutDir()
 	if err != nil {
 		t.Fatal(err)
 	}
+	var bins []string
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kubelet", "kube-proxy", "kubectl"} {
-		if _, err := os.Stat(filepath.Join(out, "k8s", "bin", b)); err != nil {
-			missing("Kubernetes binary "+b+" not built", "cluster-binaries")
-		}
+		bins = append(bins, filepath.Join(out, "k8s", "bin", b))
 	}
-	for _, img := range []string{"pause", "probe"} {
-		if _, err := os.Stat(filepath.Join(out, "images", img+".tar")); err != nil {
-			missing("image archive "+img+".tar not built", "images")
-		}
-	}
+	testenv.RequireFiles(t, "cluster-binaries", bins...)
+	testenv.RequireFiles(t, "images", filepath.Join(out, "images", "pause.tar"), filepath.Join(out, "images", "probe.tar"))
 	return out
 }
 

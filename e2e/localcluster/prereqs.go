@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
 // Prereq is something a test on the local cluster needs and the make
@@ -20,7 +22,7 @@ type Prereq struct {
 func MissingPrereqs() ([]Prereq, error) {
 	var missing []Prereq
 	if os.Geteuid() != 0 {
-		missing = append(missing, Prereq{"root", "test as root"})
+		missing = append(missing, Prereq{"root (the local cluster)", "test-e2e` as root, e.g. `sudo make test-e2e"})
 	}
 	out, err := OutDir()
 	if err != nil {
@@ -45,18 +47,17 @@ func MissingPrereqs() ([]Prereq, error) {
 	return missing, nil
 }
 
-// RequirePrereqs skips t when something MissingPrereqs lists is missing,
-// naming the make target that provides it, or fails it when CI=true.
+// RequirePrereqs gates t on what MissingPrereqs lists, through
+// testenv.Require: skipped in -short mode, skipped locally naming the make
+// target that provides the first missing piece, failed under CI=true.
 func RequirePrereqs(t testing.TB) {
 	t.Helper()
+	testenv.Require(t, true, "the local cluster (root, Kubernetes binaries, images, containerd)", "test-e2e")
 	missing, err := MissingPrereqs()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range missing {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s missing (make %s)", m.What, m.Target)
-		}
-		t.Skipf("%s missing: run make %s (or make test)", m.What, m.Target)
+		testenv.Require(t, false, m.What, m.Target)
 	}
 }
