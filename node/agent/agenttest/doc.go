@@ -13,6 +13,6 @@
 //
 // The fakes are safe for concurrent use; their state changes only when
 // the agent acts or the test says so (no guest is simulated). They obey
-// the conformance suites in conformance.go, which the host
+// the conformance suites in conformance*.go, which the host
 // implementations (node/agent/host.go) pass too.
 package agenttest

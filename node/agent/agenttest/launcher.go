@@ -13,8 +13,13 @@ import (
 // ErrUnreachable is what a fake launcher that is down answers.
 var ErrUnreachable = errors.New("agenttest: launcher unreachable")
 
+// ErrNotWaiting is what a fake launcher that holds no spec and is not
+// waiting for one answers Launch (the host launcher's 503, stopping).
+var ErrNotWaiting = errors.New("agenttest: launcher is not waiting for a spec")
+
 // Launcher is a fake agent.Launcher: one launcher, whatever the socket.
-// It starts up and waiting for a spec; Launch moves it to Running.
+// It starts up and waiting for a spec (Down first stands for a launcher not
+// started yet); Launch moves it to Running.
 type Launcher struct {
 	log *Log
 
@@ -61,22 +66,29 @@ func (l *Launcher) Status(ctx context.Context, socket string) (launcher.Status, 
 	return l.status, ctx.Err()
 }
 
-// Launch logs "launcher.Launch"; unless it fails, the launcher runs spec.
-// A launcher already running another spec fails with launcher.ErrConflict.
+// Launch logs "launcher.Launch"; unless it fails, a waiting launcher runs
+// spec (at once: the fake has no preparing). As with the host launcher,
+// the spec it holds again is accepted and changes nothing; another spec
+// fails with launcher.ErrConflict; a launcher that exited without a spec
+// refuses (ErrNotWaiting). Specs records every accepted call.
 func (l *Launcher) Launch(ctx context.Context, socket string, spec launchspec.Spec) error {
 	if err := l.log.call("launcher.Launch"); err != nil {
 		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.up {
+	switch {
+	case !l.up:
 		return fmt.Errorf("launch on %s: %w", socket, ErrUnreachable)
-	}
-	if l.status.State == launcher.StateRunning && l.status.SpecHash != spec.Hash {
+	case l.status.SpecHash == spec.Hash:
+	case l.status.SpecHash != "":
 		return fmt.Errorf("launch on %s: %w", socket, launcher.ErrConflict)
+	case l.status.State != launcher.StateWaiting:
+		return fmt.Errorf("launch on %s: %w", socket, ErrNotWaiting)
+	default:
+		l.status = launcher.Status{State: launcher.StateRunning, SpecHash: spec.Hash}
 	}
 	l.specs = append(l.specs, spec)
-	l.status = launcher.Status{State: launcher.StateRunning, SpecHash: spec.Hash}
 	return ctx.Err()
 }
 
