@@ -10,14 +10,18 @@ import (
 )
 
 // Network is a fake agent.Network: Ensure returns what the plan asks
-// for; nothing is built.
+// for and marks it built (see Built); Release unmarks it.
 type Network struct {
 	log *Log
 
 	mu     sync.Mutex
 	netns  []string
 	leases []netsetup.Lease
+	built  map[builtKey]bool
 }
+
+// builtKey is a plan's network in a netns.
+type builtKey struct{ netns, bridge, tap string }
 
 // NewNetwork returns a fake network logging to log.
 func NewNetwork(log *Log) *Network { return &Network{log: log} }
@@ -29,6 +33,10 @@ func (n *Network) Ensure(ctx context.Context, netns string, p netsetup.Plan) (ne
 	}
 	n.mu.Lock()
 	n.netns = append(n.netns, netns)
+	if n.built == nil {
+		n.built = map[builtKey]bool{}
+	}
+	n.built[builtKey{netns, p.Bridge, p.Tap}] = true
 	n.mu.Unlock()
 	return netsetup.Result{
 		Binding: p.Binding, PodInterface: p.PodInterface, Bridge: p.Bridge, Tap: p.Tap,
@@ -37,9 +45,24 @@ func (n *Network) Ensure(ctx context.Context, netns string, p netsetup.Plan) (ne
 	}, ctx.Err()
 }
 
-// Release logs "network.Release <tap>".
-func (n *Network) Release(_ context.Context, _ string, p netsetup.Plan) error {
-	return n.log.call("network.Release " + p.Tap)
+// Release logs "network.Release <tap>"; unless it fails, the plan's
+// network in netns is no longer built (released already is no error).
+func (n *Network) Release(_ context.Context, netns string, p netsetup.Plan) error {
+	if err := n.log.call("network.Release " + p.Tap); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.built, builtKey{netns, p.Bridge, p.Tap})
+	return nil
+}
+
+// Built reports whether Ensure built p's network in netns and Release
+// has not removed it since.
+func (n *Network) Built(netns string, p netsetup.Plan) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.built[builtKey{netns, p.Bridge, p.Tap}]
 }
 
 // ListenDHCP logs "dhcp.Listen <bridge>" and returns a server that serves
