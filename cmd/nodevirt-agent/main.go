@@ -109,11 +109,9 @@ func run() error {
 	host := os.DirFS(*hostRoot)
 	kvm := convert.DetectKVM(host)
 	reg := newRegistry()
-	a, err := agent.New(cfg, agent.Deps{
-		Kube: kube, Virt: virt, Store: db, KVM: kvm, Log: log, Registerer: reg,
-		Launcher: agent.HostLauncher{}, Network: agent.HostNetwork{},
-		QEMU: agent.HostQEMU{}, Processes: agent.HostProcesses{},
-	})
+	// The effects on the host (launcher, network, QEMU, processes) are
+	// left nil: New takes the host's own.
+	a, err := agent.New(cfg, agent.Deps{Kube: kube, Virt: virt, Store: db, KVM: kvm, Log: log, Registerer: reg})
 	if err != nil {
 		return err
 	}
