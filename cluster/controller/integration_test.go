@@ -174,6 +174,15 @@ func assertSameVMIFor(t *testing.T, c *cluster, ns, name, uid string, d time.Dur
 	}
 }
 
+func assertNoVMIFor(t *testing.T, c *cluster, ns, name string, d time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if v, err := c.getVMI(ns, name); !apierrors.IsNotFound(err) {
+			t.Fatalf("vmi %s exists (uid %v, err %v)", name, v.UID, err)
+		}
+	}
+}
+
 func testRerunOnFailure(t *testing.T, c *cluster) {
 	ns := c.namespace(t, "rerun")
 	c.createVM(t, newVM(ns, "vm", v1.RunStrategyRerunOnFailure))
@@ -185,12 +194,14 @@ func testRerunOnFailure(t *testing.T, c *cluster) {
 	c.agentRelease(t, ns, "vm", string(vmi.UID))
 	c.waitPrintable(t, ns, "vm", v1.VirtualMachineStatusCrashLoopBackOff)
 	second := c.waitVMI(t, ns, "vm", string(vmi.UID))
-	// A guest shutdown is not.
+	// A guest shutdown is not: as KubeVirt, the finished VMI is deleted and
+	// the VM stays stopped.
 	c.schedule(t, second, "node1")
 	c.agentPhase(t, ns, "vm", v1.Running)
 	c.agentPhase(t, ns, "vm", v1.Succeeded)
+	c.agentRelease(t, ns, "vm", string(second.UID))
 	c.waitPrintable(t, ns, "vm", v1.VirtualMachineStatusStopped)
-	assertSameVMIFor(t, c, ns, "vm", string(second.UID), 3*time.Second)
+	assertNoVMIFor(t, c, ns, "vm", 3*time.Second)
 }
 
 func testManual(t *testing.T, c *cluster) {
@@ -213,8 +224,8 @@ func testManual(t *testing.T, c *cluster) {
 		v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest})
 	c.agentRelease(t, ns, "vm", string(uid))
 	next := c.waitVMI(t, ns, "vm", string(uid))
-	// Stop: the VMI goes and stays gone.
-	request(t, c, ns, "vm", v1.VirtualMachineStateChangeRequest{Action: v1.StopRequest})
+	// Stop (naming the VMI, as virt-api does): the VMI goes and stays gone.
+	request(t, c, ns, "vm", v1.VirtualMachineStateChangeRequest{Action: v1.StopRequest, UID: &next.UID})
 	c.agentRelease(t, ns, "vm", string(next.UID))
 	testenv.Eventually(t, 30*time.Second, "requests consumed", func() (bool, error) {
 		v, err := c.getVM(ns, "vm")
@@ -225,8 +236,8 @@ func testManual(t *testing.T, c *cluster) {
 	}
 }
 
-// request plays the future start/stop/restart subresource: it appends
-// state change requests to the VM status.
+// request plays nodevirt-api's start/stop/restart: it appends state change
+// requests to the VM status.
 func request(t *testing.T, c *cluster, ns, name string, reqs ...v1.VirtualMachineStateChangeRequest) {
 	t.Helper()
 	testenv.Eventually(t, 10*time.Second, "state change request", func() (bool, error) {

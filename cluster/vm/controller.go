@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	kvclient "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/api/v1"
@@ -29,6 +30,7 @@ const (
 	EventOwnedByOther  = "VMIOwnedByOther"
 	EventCrashLoop     = "CrashLoopBackOff"
 	EventOrphanDeleted = "OrphanDeleted"
+	EventStartHalted   = "StartRequested"
 )
 
 // Enqueuer schedules a later sync of a key.
@@ -97,6 +99,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		// A user error (the template is rejected): report it on the VM and
 		// wait for the VM to change instead of retrying hot.
 		res.Status.Conditions = setFailure(res.Status.Conditions, err, o.Now)
+		res.Status.StateChangeRequests = vm.Status.StateChangeRequests // a Start stays until it succeeds
 		return c.writeStatus(ctx, vm, res.Status)
 	}
 	if err != nil {
@@ -121,7 +124,7 @@ func (c *Controller) apply(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.V
 	var err error
 	switch res.Action {
 	case CreateVMI:
-		err = c.createVMI(ctx, vm)
+		err = c.createVMI(ctx, vm, res.StartPaused)
 	case DeleteVMI:
 		err = c.deleteVMI(ctx, vm, vmi)
 	case AdoptVMI:
@@ -130,6 +133,8 @@ func (c *Controller) apply(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.V
 		return c.setFinalizer(ctx, vm, true)
 	case RemoveFinalizer:
 		return c.setFinalizer(ctx, vm, false)
+	case StartHalted:
+		return c.startHalted(ctx, vm)
 	}
 	return vm, err
 }
@@ -152,8 +157,13 @@ func NewVMI(vm *v1.VirtualMachine) *v1.VirtualMachineInstance {
 	return vmi
 }
 
-func (c *Controller) createVMI(ctx context.Context, vm *v1.VirtualMachine) error {
-	_, err := c.d.Client.VirtualMachineInstances(vm.Namespace).Create(ctx, NewVMI(vm), metav1.CreateOptions{FieldManager: v1.ManagerController})
+func (c *Controller) createVMI(ctx context.Context, vm *v1.VirtualMachine, paused bool) error {
+	vmi := NewVMI(vm)
+	if paused {
+		s := v1.StartStrategyPaused
+		vmi.Spec.StartStrategy = &s
+	}
+	_, err := c.d.Client.VirtualMachineInstances(vm.Namespace).Create(ctx, vmi, metav1.CreateOptions{FieldManager: v1.ManagerController})
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return nil // the cache lags; the next sync sees it
@@ -240,11 +250,13 @@ func (c *Controller) setFinalizer(ctx context.Context, vm *v1.VirtualMachine, pr
 
 // writeStatus patches the status subresource if it changed: a JSON merge
 // patch of the fields that changed, under the controller's field manager.
-// The controller owns all of VM status (v1.StatusOwnership); the patch
-// carries the observed resourceVersion, so a concurrent writer of
-// stateChangeRequests makes it fail with a conflict and the key is retried.
-// (Server-side apply cannot express this compare-and-swap: it could not
-// clear a request list another manager also owns.)
+// The controller writes all of VM status but shares stateChangeRequests
+// with nodevirt-api (v1.StatusOwnership: a queue the API appends to and the
+// controller consumes); the patch carries the observed resourceVersion, so
+// an append since the observation makes it fail with a conflict and the key
+// is synced again on fresh data: the append is never lost. (Server-side
+// apply cannot express this compare-and-swap: it could not clear a request
+// list another manager also owns.)
 func (c *Controller) writeStatus(ctx context.Context, vm *v1.VirtualMachine, status v1.VirtualMachineStatus) error {
 	if equality.Semantic.DeepEqual(vm.Status, status) {
 		return nil
@@ -262,6 +274,25 @@ func (c *Controller) writeStatus(ctx context.Context, vm *v1.VirtualMachine, sta
 		return fmt.Errorf("patch status of vm %s/%s: %w", vm.Namespace, vm.Name, err)
 	}
 	return nil
+}
+
+// startHalted sets a Halted VM to Always (spec.running true when the VM
+// uses spec.running), the way KubeVirt honours `virtctl start --paused` on
+// a Halted VM; the Start request stays and creates the VMI next sync. The
+// update carries the observed resourceVersion.
+func (c *Controller) startHalted(ctx context.Context, vm *v1.VirtualMachine) (*v1.VirtualMachine, error) {
+	vm = vm.DeepCopy()
+	if vm.Spec.Running != nil {
+		vm.Spec.Running = ptr.To(true)
+	} else {
+		vm.Spec.RunStrategy = ptr.To(v1.RunStrategyAlways)
+	}
+	updated, err := c.d.Client.VirtualMachines(vm.Namespace).Update(ctx, vm, metav1.UpdateOptions{FieldManager: v1.ManagerController})
+	if err != nil {
+		return nil, fmt.Errorf("start halted vm %s/%s: %w", vm.Namespace, vm.Name, err)
+	}
+	c.d.Recorder.Eventf(vm, corev1.EventTypeNormal, EventStartHalted, "Set the run strategy to Always for a start request")
+	return updated, nil
 }
 
 func copyMap(m map[string]string) map[string]string {

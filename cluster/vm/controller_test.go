@@ -110,7 +110,8 @@ func TestSync_CreatesVMIFromTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := written.Status
-	if st.PrintableStatus != v1.VirtualMachineStatusStopped || st.RunStrategy != v1.RunStrategyAlways {
+	// runStrategy is recorded once the VMI is seen, not with its create.
+	if st.PrintableStatus != v1.VirtualMachineStatusStopped || st.RunStrategy != "" {
 		t.Errorf("status = %+v", st)
 	}
 }
@@ -218,3 +219,68 @@ func hasFailure(conds []v1.VirtualMachineCondition) bool {
 	}
 	return false
 }
+
+func TestSync_StartRequests(t *testing.T) {
+	paused := v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest,
+		Data: map[string]string{v1.StartRequestDataPausedKey: v1.StartRequestDataPausedTrue}}
+	t.Run("paused start creates a paused VMI", func(t *testing.T) {
+		f := newFixture(t)
+		f.addVM(testVM(v1.RunStrategyManual, withRequests(paused)))
+		got := f.run("ns/vm")
+		if diff := cmp.Diff([]action{{"create", "virtualmachineinstances", ""}, {"patch", "virtualmachines", "status"}}, summarize(got)); diff != "" {
+			t.Fatalf("actions (-want +got):\n%s", diff)
+		}
+		vmi := got[0].(core.CreateAction).GetObject().(*v1.VirtualMachineInstance)
+		if s := vmi.Spec.StartStrategy; s == nil || *s != v1.StartStrategyPaused {
+			t.Errorf("startStrategy = %v, want Paused", s)
+		}
+		vm, _ := f.client.KubevirtV1().VirtualMachines("ns").Get(context.Background(), "vm", metav1.GetOptions{})
+		if n := len(vm.Status.StateChangeRequests); n != 0 {
+			t.Errorf("%d requests left after the create", n)
+		}
+	})
+	for name, mod := range map[string]func(*v1.VirtualMachine){
+		"runStrategy": func(*v1.VirtualMachine) {},
+		"running":     func(vm *v1.VirtualMachine) { vm.Spec.RunStrategy, vm.Spec.Running = nil, ptrFalse() },
+	} {
+		t.Run("start on Halted VM with "+name, func(t *testing.T) {
+			f := newFixture(t)
+			f.addVM(testVM(v1.RunStrategyHalted, mod, withRequests(paused)))
+			got := f.run("ns/vm")
+			if len(got) == 0 || got[0].GetVerb() != "update" {
+				t.Fatalf("actions = %v, want a spec update first", summarize(got))
+			}
+			vm := got[0].(core.UpdateAction).GetObject().(*v1.VirtualMachine)
+			if s := vm.Spec.EffectiveRunStrategy(); s != v1.RunStrategyAlways {
+				t.Errorf("strategy after the update = %s, want Always", s)
+			}
+			if (vm.Spec.Running != nil) != (name == "running") || (vm.Spec.RunStrategy != nil) != (name == "runStrategy") {
+				t.Errorf("spec = running %v, runStrategy %v: the VM's own field must change", vm.Spec.Running, vm.Spec.RunStrategy)
+			}
+			if n := len(vm.Status.StateChangeRequests); n != 1 {
+				t.Errorf("%d requests left, want the Start kept", n)
+			}
+		})
+	}
+	t.Run("rejected create keeps the Start", func(t *testing.T) {
+		f := newFixture(t)
+		f.addVM(testVM(v1.RunStrategyManual, withRequests(v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest})))
+		f.client = fake.NewSimpleClientset(f.objects...)
+		f.client.PrependReactor("create", "virtualmachineinstances", func(core.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewInvalid(v1.SchemeGroupVersion.WithKind("VirtualMachineInstance").GroupKind(), "vm", nil)
+		})
+		c := New(Deps{
+			VMs: listers.NewVirtualMachineLister(f.vms), VMIs: listers.NewVirtualMachineInstanceLister(f.vmis),
+			Client: f.client.KubevirtV1(), Recorder: record.NewFakeRecorder(10), Now: func() time.Time { return t0 },
+		})
+		if err := c.Sync(context.Background(), "ns/vm"); err != nil {
+			t.Fatal(err)
+		}
+		vm, _ := f.client.KubevirtV1().VirtualMachines("ns").Get(context.Background(), "vm", metav1.GetOptions{})
+		if n := len(vm.Status.StateChangeRequests); n != 1 || !hasFailure(vm.Status.Conditions) {
+			t.Errorf("requests %v, conditions %v: want the Start kept and Failure set", vm.Status.StateChangeRequests, vm.Status.Conditions)
+		}
+	})
+}
+
+func ptrFalse() *bool { b := false; return &b }

@@ -14,18 +14,54 @@
 // # Run strategies (spec.runStrategy; spec.running true|false = Always|Halted)
 //
 //	Always          no VMI → create; final VMI → delete (then create again)
-//	RerunOnFailure  no VMI → create; Failed → delete and recreate;
-//	                Succeeded is kept, so the VM stays stopped
+//	RerunOnFailure  no VMI → create when the VM first runs under this
+//	                strategy (status.runStrategy differs) or its last VMI
+//	                failed (status.startFailure set); a final VMI is
+//	                deleted, so after a guest shutdown or a stop the VM
+//	                stays stopped with no VMI
 //	Once            no VMI → create; a final VMI is kept, never recreated
 //	                (deleting the kept VMI by hand starts the VM once more)
-//	Manual          only state change requests start and stop
+//	Manual          only state change requests start and stop; a final VMI
+//	                is kept
 //	Halted          any VMI → delete
 //
-// status.stateChangeRequests are processed head first before the strategy:
-// Stop (optionally naming a VMI UID; a stale UID drops the request) deletes
-// the VMI and is dropped once it is gone; Start creates the VMI (deleting a
-// final one first) and is dropped once created; Start on Halted is dropped.
-// A restart is [Stop{uid}, Start].
+// A final VMI is deleted only once the VM status records how it ended
+// (startFailure names a Failed VMI, is cleared for a Succeeded one), so the
+// failure that decides RerunOnFailure's restart survives the VMI. The
+// status.runStrategy is recorded from the first VMI on and not in the sync
+// that creates one, as KubeVirt's.
+//
+// # State change requests (status.stateChangeRequests)
+//
+// nodevirt-api appends them for `virtctl start/stop/restart` (Start; Stop
+// naming the VMI UID; restart = [Stop{uid}, Start]). They are walked oldest
+// first before the run strategy, which acts only once none is pending:
+//
+//	Stop{uid}  VMI with that UID → delete it; the request is removed once
+//	           the VMI is gone
+//	           no VMI, another UID (an older VMI), no UID → removed
+//	Start      no VMI → create (no backoff wait); removed with the create
+//	           (kept if the API server rejects it); data paused=true
+//	           creates the VMI with startStrategy Paused
+//	           VMI not final → removed (already running)
+//	           final VMI → delete it, then create as above
+//	           Halted VM, no VMI → spec.runStrategy (or spec.running)
+//	           becomes Always, then create as above (KubeVirt's
+//	           `virtctl start --paused` on a Halted VM)
+//	any        VMI being deleted → wait
+//
+// Acting on a Start or Stop clears status.startFailure: an explicit start
+// or stop ends a crash loop (KubeVirt's virt-api clears it when it appends).
+// Removing processed requests is part of the controller's status patch,
+// which carries the observed resourceVersion: a request appended meanwhile
+// makes it conflict, and the next sync sees both (docs/status-ownership.md).
+//
+// Differences from KubeVirt v1.6: a bare Start on a finished Manual or Once
+// VMI replaces it (KubeVirt's API sends Stop{uid}+Start there, and the
+// controller leaves a bare one pending); a Stop of a Failed RerunOnFailure
+// VMI stops the VM (KubeVirt restarts it); a RerunOnFailure VMI deleted by
+// hand while startFailure is set (within StableRun of a failure) is
+// recreated (KubeVirt recreates one only after the failure itself).
 //
 // # Crash-loop backoff (Always and RerunOnFailure)
 //

@@ -24,10 +24,14 @@ const (
 	AddFinalizer
 	// RemoveFinalizer removes it from a deleted VM whose VMI is gone.
 	RemoveFinalizer
+	// StartHalted turns a Halted VM that has a Start request (`virtctl
+	// start --paused`) into an Always one: spec.runStrategy Always, or
+	// spec.running true when the VM uses running.
+	StartHalted
 )
 
 func (a Action) String() string {
-	return [...]string{"None", "CreateVMI", "DeleteVMI", "AdoptVMI", "AddFinalizer", "RemoveFinalizer"}[a]
+	return [...]string{"None", "CreateVMI", "DeleteVMI", "AdoptVMI", "AddFinalizer", "RemoveFinalizer", "StartHalted"}[a]
 }
 
 // Observed is what a sync sees: the VM, the VMI of the same name (nil if
@@ -43,6 +47,9 @@ type Observed struct {
 // Result is what a sync should do.
 type Result struct {
 	Action Action
+	// StartPaused, with CreateVMI, creates the VMI with startStrategy
+	// Paused (a Start request asked for it).
+	StartPaused bool
 	// Status is the VM status to write (written only if it changed).
 	Status v1.VirtualMachineStatus
 	// RequeueAfter > 0 asks for another sync then (backoff, stable-run timer).
@@ -80,9 +87,20 @@ func Plan(o Observed) Result {
 		r.Action = AddFinalizer
 	default:
 		status.StartFailure = trackFailure(status.StartFailure, strategy, vmi, o.Now, o.Jitter)
-		var reqs []v1.VirtualMachineStateChangeRequest
-		r.Action, reqs, r.RequeueAfter = planRun(strategy, status.StateChangeRequests, vmi, status.StartFailure, o.Now)
-		status.StateChangeRequests = reqs
+		rp := planRequests(strategy, status.StateChangeRequests, vmi)
+		status.StateChangeRequests = rp.Pending
+		if rp.Acting {
+			r.Action, r.StartPaused = rp.Action, rp.Paused
+			if rp.Action == CreateVMI || rp.Action == DeleteVMI {
+				// An explicit start or stop ends a crash loop: the next
+				// VMI starts without waiting, and its count starts anew.
+				status.StartFailure = nil
+			}
+		} else {
+			r.Action, r.RequeueAfter = planStrategy(strategy, runMemory{
+				prev: vm.Status.RunStrategy, recorded: vm.Status.StartFailure, planned: status.StartFailure,
+			}, vmi, o.Now)
+		}
 		if o.Relation == Foreign && r.Action == CreateVMI {
 			r.Action = None
 		}
@@ -93,6 +111,12 @@ func Plan(o Observed) Result {
 		}
 	}
 	r.Status = deriveStatus(vm, vmi, status, o.Now)
+	if r.Action == CreateVMI {
+		// status.runStrategy advances once the VMI is seen: a create the
+		// API server rejects leaves it, so RerunOnFailure tries again
+		// when the VM is fixed.
+		r.Status.RunStrategy = vm.Status.RunStrategy
+	}
 	return r
 }
 
@@ -106,51 +130,36 @@ func planDeletion(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) Action 
 	return None
 }
 
-// planRun applies the state change requests, then the run strategy. It
-// returns the action, the remaining requests and a requeue delay.
-func planRun(strategy v1.VirtualMachineRunStrategy, reqs []v1.VirtualMachineStateChangeRequest,
-	vmi *v1.VirtualMachineInstance, sf *v1.VirtualMachineStartFailure, now time.Time) (Action, []v1.VirtualMachineStateChangeRequest, time.Duration) {
-	if vmi != nil && vmi.DeletionTimestamp != nil {
-		return None, reqs, 0 // wait until the VMI is gone
-	}
-	for len(reqs) > 0 {
-		req := reqs[0]
-		switch req.Action {
-		case v1.StopRequest:
-			if vmi != nil && (req.UID == nil || *req.UID == vmi.UID) {
-				return DeleteVMI, reqs, 0 // dropped once the VMI is gone
-			}
-			reqs = reqs[1:]
-		case v1.StartRequest:
-			switch {
-			case strategy == v1.RunStrategyHalted:
-				reqs = reqs[1:]
-			case vmi == nil:
-				return CreateVMI, reqs[1:], 0 // an explicit start skips the backoff
-			case vmi.Status.Phase.IsFinal():
-				return DeleteVMI, reqs, 0
-			default:
-				reqs = reqs[1:] // already running
-			}
-		default:
-			reqs = reqs[1:]
-		}
-	}
-	if len(reqs) == 0 {
-		reqs = nil
-	}
-	act, wait := planStrategy(strategy, vmi, sf, now)
-	return act, reqs, wait
+// runMemory is what the VM status remembers of earlier syncs.
+type runMemory struct {
+	// prev is status.runStrategy: the strategy under which the VMI was
+	// last seen ("" if the VM never had one).
+	prev v1.VirtualMachineRunStrategy
+	// recorded is status.startFailure as observed; planned as it will be
+	// written by this sync.
+	recorded, planned *v1.VirtualMachineStartFailure
 }
 
-// planStrategy is the run strategy's decision with no pending requests.
-func planStrategy(strategy v1.VirtualMachineRunStrategy, vmi *v1.VirtualMachineInstance,
-	sf *v1.VirtualMachineStartFailure, now time.Time) (Action, time.Duration) {
+// finalRecorded reports whether the observed status already records how
+// the final vmi ended: a Failed VMI is named by startFailure, a Succeeded
+// one has cleared it. A final VMI is deleted only then, so the VM status
+// never forgets a failure whose VMI is gone.
+func (m runMemory) finalRecorded(vmi *v1.VirtualMachineInstance) bool {
+	if vmi.Status.Phase == v1.Failed {
+		return m.recorded != nil && m.recorded.LastFailedVMIUID == vmi.UID
+	}
+	return m.recorded == nil
+}
+
+// planStrategy is the run strategy's decision with no request acting.
+func planStrategy(strategy v1.VirtualMachineRunStrategy, m runMemory, vmi *v1.VirtualMachineInstance,
+	now time.Time) (Action, time.Duration) {
+	if vmi != nil && vmi.DeletionTimestamp != nil {
+		return None, 0 // wait until the VMI is gone
+	}
 	create := func() (Action, time.Duration) {
-		if restartsOnFailure(strategy) {
-			if wait := inBackoff(sf, now); wait > 0 {
-				return None, wait
-			}
+		if wait := inBackoff(m.planned, now); wait > 0 {
+			return None, wait
 		}
 		return CreateVMI, 0
 	}
@@ -160,18 +169,28 @@ func planStrategy(strategy v1.VirtualMachineRunStrategy, vmi *v1.VirtualMachineI
 			return DeleteVMI, 0
 		}
 	case v1.RunStrategyAlways:
-		if vmi == nil {
+		switch {
+		case vmi == nil:
 			return create()
-		}
-		if vmi.Status.Phase.IsFinal() {
+		case vmi.Status.Phase == v1.Failed && !m.finalRecorded(vmi):
+			return None, 0 // the status write records the failure first
+		case vmi.Status.Phase.IsFinal():
 			return DeleteVMI, 0
 		}
 	case v1.RunStrategyRerunOnFailure:
-		if vmi == nil {
-			return create()
-		}
-		if vmi.Status.Phase == v1.Failed {
-			return DeleteVMI, 0
+		switch {
+		case vmi == nil:
+			// Start on first use of this strategy, or again after a
+			// failure; after a guest shutdown or a stop stay stopped.
+			if m.prev != v1.RunStrategyRerunOnFailure || m.planned != nil {
+				return create()
+			}
+		case vmi.Status.Phase.IsFinal():
+			// Both outcomes delete the VMI; the failure (startFailure)
+			// says whether a new one follows.
+			if m.finalRecorded(vmi) {
+				return DeleteVMI, 0
+			}
 		}
 	case v1.RunStrategyOnce:
 		if vmi == nil {

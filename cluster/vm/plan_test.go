@@ -51,6 +51,18 @@ func withRequests(reqs ...v1.VirtualMachineStateChangeRequest) func(*v1.VirtualM
 	return func(vm *v1.VirtualMachine) { vm.Status.StateChangeRequests = reqs }
 }
 
+// ranAs records that the VM's VMI was last seen under strategy s.
+func ranAs(s v1.VirtualMachineRunStrategy) func(*v1.VirtualMachine) {
+	return func(vm *v1.VirtualMachine) { vm.Status.RunStrategy = s }
+}
+
+// failedRecorded: the status already names testVMI's failure.
+func failedRecorded(vm *v1.VirtualMachine) {
+	vm.Status.StartFailure = &v1.VirtualMachineStartFailure{
+		LastFailedVMIUID: "vmi-uid", ConsecutiveFailCount: 1, RetryAfterTimestamp: ptr.To(metav1.NewTime(t0.Add(10 * time.Second))),
+	}
+}
+
 func backoffUntil(d time.Duration, count int) func(*v1.VirtualMachine) {
 	return func(vm *v1.VirtualMachine) {
 		vm.Status.StartFailure = &v1.VirtualMachineStartFailure{
@@ -73,19 +85,24 @@ func TestPlan_Strategies(t *testing.T) {
 		{"Always/none creates", testVM(v1.RunStrategyAlways), nil, CreateVMI, v1.VirtualMachineStatusStopped, 0},
 		{"Always/running keeps", testVM(v1.RunStrategyAlways), testVMI(v1.Running), None, v1.VirtualMachineStatusRunning, 0},
 		{"Always/succeeded deletes", testVM(v1.RunStrategyAlways), testVMI(v1.Succeeded), DeleteVMI, v1.VirtualMachineStatusStopped, 0},
-		{"Always/failed deletes into backoff", testVM(v1.RunStrategyAlways), testVMI(v1.Failed), DeleteVMI, v1.VirtualMachineStatusCrashLoopBackOff, 0},
+		{"Always/failed recorded first", testVM(v1.RunStrategyAlways), testVMI(v1.Failed), None, v1.VirtualMachineStatusCrashLoopBackOff, 0},
+		{"Always/failed recorded deletes into backoff", testVM(v1.RunStrategyAlways, failedRecorded), testVMI(v1.Failed), DeleteVMI, v1.VirtualMachineStatusCrashLoopBackOff, 0},
 		{"Always/backoff waits", testVM(v1.RunStrategyAlways, backoffUntil(5*time.Second, 1)), nil, None, v1.VirtualMachineStatusCrashLoopBackOff, 0},
 		{"Always/backoff over creates", testVM(v1.RunStrategyAlways, backoffUntil(-time.Second, 1)), nil, CreateVMI, v1.VirtualMachineStatusStopped, 0},
 		{"Always/deleting waits", testVM(v1.RunStrategyAlways), testVMI(v1.Running, deleting), None, v1.VirtualMachineStatusStopping, 0},
 		{"Halted/running deletes", testVM(v1.RunStrategyHalted), testVMI(v1.Running), DeleteVMI, v1.VirtualMachineStatusRunning, 0},
 		{"Halted/none stays", testVM(v1.RunStrategyHalted), nil, None, v1.VirtualMachineStatusStopped, 0},
-		{"Halted/start request dropped", testVM(v1.RunStrategyHalted, withRequests(v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest})), nil, None, v1.VirtualMachineStatusStopped, 0},
+		{"Halted/start request turns Always", testVM(v1.RunStrategyHalted, withRequests(v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest})), nil, StartHalted, v1.VirtualMachineStatusStopped, 1},
 		{"running:true is Always", testVM("", func(vm *v1.VirtualMachine) { vm.Spec.RunStrategy, vm.Spec.Running = nil, ptr.To(true) }), nil, CreateVMI, v1.VirtualMachineStatusStopped, 0},
 		{"running:false is Halted", testVM("", func(vm *v1.VirtualMachine) { vm.Spec.RunStrategy, vm.Spec.Running = nil, ptr.To(false) }), testVMI(v1.Running), DeleteVMI, v1.VirtualMachineStatusRunning, 0},
 		{"neither is Halted", testVM("", func(vm *v1.VirtualMachine) { vm.Spec.RunStrategy = nil }), nil, None, v1.VirtualMachineStatusStopped, 0},
 		{"RerunOnFailure/none creates", testVM(v1.RunStrategyRerunOnFailure), nil, CreateVMI, v1.VirtualMachineStatusStopped, 0},
-		{"RerunOnFailure/failed deletes", testVM(v1.RunStrategyRerunOnFailure), testVMI(v1.Failed), DeleteVMI, v1.VirtualMachineStatusCrashLoopBackOff, 0},
-		{"RerunOnFailure/succeeded kept", testVM(v1.RunStrategyRerunOnFailure), testVMI(v1.Succeeded), None, v1.VirtualMachineStatusStopped, 0},
+		{"RerunOnFailure/failed recorded first", testVM(v1.RunStrategyRerunOnFailure), testVMI(v1.Failed), None, v1.VirtualMachineStatusCrashLoopBackOff, 0},
+		{"RerunOnFailure/failed recorded deletes", testVM(v1.RunStrategyRerunOnFailure, failedRecorded), testVMI(v1.Failed), DeleteVMI, v1.VirtualMachineStatusCrashLoopBackOff, 0},
+		{"RerunOnFailure/succeeded deleted", testVM(v1.RunStrategyRerunOnFailure), testVMI(v1.Succeeded), DeleteVMI, v1.VirtualMachineStatusStopped, 0},
+		{"RerunOnFailure/stays stopped", testVM(v1.RunStrategyRerunOnFailure, ranAs(v1.RunStrategyRerunOnFailure)), nil, None, v1.VirtualMachineStatusStopped, 0},
+		{"RerunOnFailure/restarts after failure", testVM(v1.RunStrategyRerunOnFailure, ranAs(v1.RunStrategyRerunOnFailure), backoffUntil(-time.Second, 1)), nil, CreateVMI, v1.VirtualMachineStatusStopped, 0},
+		{"RerunOnFailure/from another strategy starts", testVM(v1.RunStrategyRerunOnFailure, ranAs(v1.RunStrategyHalted)), nil, CreateVMI, v1.VirtualMachineStatusStopped, 0},
 		{"Once/none creates", testVM(v1.RunStrategyOnce), nil, CreateVMI, v1.VirtualMachineStatusStopped, 0},
 		{"Once/failed kept", testVM(v1.RunStrategyOnce), testVMI(v1.Failed), None, v1.VirtualMachineStatusStopped, 0},
 		{"Once/succeeded kept", testVM(v1.RunStrategyOnce), testVMI(v1.Succeeded), None, v1.VirtualMachineStatusStopped, 0},
@@ -94,12 +111,13 @@ func TestPlan_Strategies(t *testing.T) {
 		{"Manual/start creates", testVM(v1.RunStrategyManual, withRequests(v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest})), nil, CreateVMI, v1.VirtualMachineStatusStopped, 0},
 		{"Manual/start on final deletes first", testVM(v1.RunStrategyManual, withRequests(v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest})), testVMI(v1.Succeeded), DeleteVMI, v1.VirtualMachineStatusStopped, 1},
 		{"Manual/start while running dropped", testVM(v1.RunStrategyManual, withRequests(v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest})), testVMI(v1.Running), None, v1.VirtualMachineStatusRunning, 0},
-		{"Manual/stop deletes", testVM(v1.RunStrategyManual, withRequests(v1.VirtualMachineStateChangeRequest{Action: v1.StopRequest})), testVMI(v1.Running), DeleteVMI, v1.VirtualMachineStatusRunning, 1},
+		{"Manual/stop deletes", testVM(v1.RunStrategyManual, withRequests(v1.VirtualMachineStateChangeRequest{Action: v1.StopRequest, UID: &uid})), testVMI(v1.Running), DeleteVMI, v1.VirtualMachineStatusRunning, 1},
+		{"Manual/stop without uid dropped", testVM(v1.RunStrategyManual, withRequests(v1.VirtualMachineStateChangeRequest{Action: v1.StopRequest})), testVMI(v1.Running), None, v1.VirtualMachineStatusRunning, 0},
 		{"Manual/stop done dropped", testVM(v1.RunStrategyManual, withRequests(v1.VirtualMachineStateChangeRequest{Action: v1.StopRequest})), nil, None, v1.VirtualMachineStatusStopped, 0},
 		{"Manual/stop of other uid dropped", testVM(v1.RunStrategyManual, withRequests(v1.VirtualMachineStateChangeRequest{Action: v1.StopRequest, UID: &other})), testVMI(v1.Running), None, v1.VirtualMachineStatusRunning, 0},
 		{"restart/stop phase", testVM(v1.RunStrategyAlways, withRequests(v1.VirtualMachineStateChangeRequest{Action: v1.StopRequest, UID: &uid}, v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest})), testVMI(v1.Running), DeleteVMI, v1.VirtualMachineStatusRunning, 2},
 		{"restart/waits for deletion", testVM(v1.RunStrategyAlways, withRequests(v1.VirtualMachineStateChangeRequest{Action: v1.StopRequest, UID: &uid}, v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest})), testVMI(v1.Running, deleting), None, v1.VirtualMachineStatusStopping, 2},
-		{"restart/start phase skips backoff", testVM(v1.RunStrategyAlways, backoffUntil(time.Minute, 2), withRequests(v1.VirtualMachineStateChangeRequest{Action: v1.StopRequest, UID: &uid}, v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest})), nil, CreateVMI, v1.VirtualMachineStatusCrashLoopBackOff, 0},
+		{"restart/start phase skips backoff", testVM(v1.RunStrategyAlways, backoffUntil(time.Minute, 2), withRequests(v1.VirtualMachineStateChangeRequest{Action: v1.StopRequest, UID: &uid}, v1.VirtualMachineStateChangeRequest{Action: v1.StartRequest})), nil, CreateVMI, v1.VirtualMachineStatusStopped, 0},
 		{"no finalizer adds it", testVM(v1.RunStrategyAlways, func(vm *v1.VirtualMachine) { vm.Finalizers = nil }), nil, AddFinalizer, v1.VirtualMachineStatusStopped, 0},
 		{"deleted VM deletes VMI", testVM(v1.RunStrategyAlways, func(vm *v1.VirtualMachine) { vm.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }), testVMI(v1.Running), DeleteVMI, v1.VirtualMachineStatusTerminating, 0},
 		{"deleted VM without VMI drops finalizer", testVM(v1.RunStrategyAlways, func(vm *v1.VirtualMachine) { vm.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) }), nil, RemoveFinalizer, v1.VirtualMachineStatusTerminating, 0},

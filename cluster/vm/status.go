@@ -20,7 +20,11 @@ func deriveStatus(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, status 
 	status.Created = vmi != nil
 	status.Ready = vmi != nil && vmi.DeletionTimestamp == nil && vmiCondition(vmi, v1.VirtualMachineInstanceReady) == corev1.ConditionTrue
 	status.PrintableStatus = printableStatus(vm, vmi, status.StartFailure, strategy, now)
-	status.RunStrategy = strategy
+	if status.RunStrategy != "" || vmi != nil {
+		// Recorded from the first VMI on (as KubeVirt): RerunOnFailure
+		// starts a VM whose recorded strategy differs.
+		status.RunStrategy = strategy
+	}
 	status.ObservedGeneration = vm.Generation
 	status.DesiredGeneration = vm.Generation
 	status.Conditions = mirrorConditions(status.Conditions, vmi, now)

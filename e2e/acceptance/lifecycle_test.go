@@ -112,7 +112,8 @@ func testRunStrategies(t *testing.T, s *suite) {
 		const name2 = "rerun-shutdown"
 		s.apply(t, s.vmManifest(t, name2, "RerunOnFailure", poweroff))
 		vmi = s.waitVMI(t, name2, 60*time.Second, "Running", phaseIs(v1.Running))
-		s.waitVMI(t, name2, 60*time.Second, "Succeeded", phaseIs(v1.Succeeded))
+		// As KubeVirt, the Succeeded VMI is deleted and none follows.
+		s.waitVMIGone(t, name2, "", 90*time.Second)
 		s.expectNoNewVMI(t, name2, string(vmi.UID), 10*time.Second)
 		s.deleteVM(t, name2)
 	})

@@ -24,8 +24,8 @@ const (
 	// ManagerTargetAgent is the agent of a migration's target node writing
 	// the target part of status.migrationState (future).
 	ManagerTargetAgent = "nodevirt-agent-migration-target"
-	// ManagerAPI is the (future) subresource API server appending VM
-	// start/stop requests.
+	// ManagerAPI is the subresource API server (nodevirt-api) appending VM
+	// start/stop/restart requests.
 	ManagerAPI = "nodevirt-api"
 )
 
@@ -53,7 +53,24 @@ type StatusField struct {
 	Exception bool
 	// Future marks a field or writer not implemented yet (migration).
 	Future bool
+	// Queue marks a list field shared as a queue (see [QueueRole]); only
+	// queue rows may name a field that has another writer.
+	Queue QueueRole
 }
+
+// QueueRole is a writer's part in a status list shared as a queue: the
+// appenders add entries at its end, the one consumer removes the entries
+// it has processed from its front. Every write of the list is a
+// compare-and-swap (a JSON patch testing the list, or a patch carrying the
+// resourceVersion it was computed from), so an append racing with a
+// removal makes one of them fail and retry: neither is lost.
+type QueueRole string
+
+// Queue roles.
+const (
+	QueueAppend  QueueRole = "append"
+	QueueConsume QueueRole = "consume"
+)
 
 // agentPhases are the VMI phases during which the agent owns status.phase.
 var agentPhases = []VirtualMachineInstancePhase{Scheduled, Running, Unknown, Succeeded, Failed}
@@ -124,12 +141,12 @@ func StatusOwnership() []StatusField {
 		future(KindVMIM, "status.phaseTransitionTimestamps", ManagerMigrationController),
 		future(KindVMIM, "status.conditions", ManagerMigrationController),
 
-		// Future: `virtctl start/stop/restart` through nodevirt-api appends
-		// requests; the controller consumes them (compare-and-swap on the
-		// resourceVersion).
-		future(KindVM, "status.stateChangeRequests", ManagerAPI),
+		// `virtctl start/stop/restart` through nodevirt-api appends
+		// requests; the VM controller removes them once processed.
+		{Kind: KindVM, Path: "status.stateChangeRequests", Writer: ManagerAPI, Queue: QueueAppend},
+		{Kind: KindVM, Path: "status.stateChangeRequests", Writer: ManagerController, Queue: QueueConsume},
 	}
-	for _, f := range []string{"created", "ready", "printableStatus", "conditions", "stateChangeRequests",
+	for _, f := range []string{"created", "ready", "printableStatus", "conditions",
 		"startFailure", "runStrategy", "observedGeneration", "desiredGeneration"} {
 		rows = append(rows, StatusField{Kind: KindVM, Path: "status." + f, Writer: ManagerController})
 	}

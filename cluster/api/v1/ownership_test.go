@@ -72,7 +72,8 @@ func TestOwnership_OwnedByAgentAgreesWithTable(t *testing.T) {
 }
 
 // One usual writer per field and phase; the only exception is the node
-// controller's, and it only ever writes Failed-related fields.
+// controller's, and it only ever writes Failed-related fields. A queue
+// (see TestOwnership_Queues) is one list with several writers.
 func TestOwnership_OneWriterPerField(t *testing.T) {
 	type key struct{ kind, path string }
 	seen := map[key]map[v1.VirtualMachineInstancePhase]string{}
@@ -83,10 +84,7 @@ func TestOwnership_OneWriterPerField(t *testing.T) {
 			}
 			continue
 		}
-		if f.Future {
-			// Future rows document intent: the VM request queue will have an
-			// appender (nodevirt-api) and a consumer (the controller),
-			// serialised by resourceVersion preconditions.
+		if f.Future || f.Queue != "" {
 			continue
 		}
 		k := key{f.Kind, f.Path}
@@ -113,6 +111,50 @@ func TestOwnership_OneWriterPerField(t *testing.T) {
 	want := []string{"status.phase", "status.reason", "status.phaseTransitionTimestamps[phase=Failed]", "status.conditions[type=Ready]"}
 	if diff := cmp.Diff(want, exceptions); diff != "" {
 		t.Errorf("NodeUnresponsive exception (-want +got):\n%s", diff)
+	}
+}
+
+// A list shared as a queue has one consumer and at least one appender, all
+// implemented, and no other writer; its path is a whole list field.
+func TestOwnership_Queues(t *testing.T) {
+	types := map[string]reflect.Type{
+		v1.KindVMI: reflect.TypeOf(v1.VirtualMachineInstanceStatus{}),
+		v1.KindVM:  reflect.TypeOf(v1.VirtualMachineStatus{}),
+	}
+	type key struct{ kind, path string }
+	queues := map[key][]v1.StatusField{}
+	for _, f := range v1.StatusOwnership() {
+		if f.Queue != "" {
+			queues[key{f.Kind, f.Path}] = append(queues[key{f.Kind, f.Path}], f)
+		}
+	}
+	for _, f := range v1.StatusOwnership() {
+		if k := (key{f.Kind, f.Path}); f.Queue == "" && queues[k] != nil {
+			t.Errorf("%s %s: queue also written by %s outside the queue", f.Kind, f.Path, f.Writer)
+		}
+	}
+	for k, rows := range queues {
+		roles := map[v1.QueueRole][]string{}
+		for _, f := range rows {
+			if f.Future || f.Exception || len(f.While) > 0 {
+				t.Errorf("%s %s by %s: a queue row is always on, implemented and not an exception", k.kind, k.path, f.Writer)
+			}
+			roles[f.Queue] = append(roles[f.Queue], f.Writer)
+		}
+		if len(roles[v1.QueueConsume]) != 1 || len(roles[v1.QueueAppend]) == 0 || len(roles) != 2 {
+			t.Errorf("%s %s: roles %v, want one consumer and appenders", k.kind, k.path, roles)
+		}
+		field, ok := jsonField(types[k.kind], strings.TrimPrefix(k.path, "status."))
+		if !ok || field.Type.Kind() != reflect.Slice {
+			t.Errorf("%s %s: a queue must be a list field of the status", k.kind, k.path)
+		}
+	}
+	want := []v1.StatusField{
+		{Kind: v1.KindVM, Path: "status.stateChangeRequests", Writer: v1.ManagerAPI, Queue: v1.QueueAppend},
+		{Kind: v1.KindVM, Path: "status.stateChangeRequests", Writer: v1.ManagerController, Queue: v1.QueueConsume},
+	}
+	if diff := cmp.Diff(want, queues[key{v1.KindVM, "status.stateChangeRequests"}]); diff != "" {
+		t.Errorf("VM request queue (-want +got):\n%s", diff)
 	}
 }
 

@@ -194,6 +194,13 @@ const (
 	StopRequest  StateChangeRequestAction = "Stop"
 )
 
+// Start request data: `virtctl start --paused` sets paused=true, and the
+// VMI is created with startStrategy Paused.
+const (
+	StartRequestDataPausedKey  = "paused"
+	StartRequestDataPausedTrue = "true"
+)
+
 // VirtualMachineStateChangeRequest asks the controller to start or stop the VM.
 type VirtualMachineStateChangeRequest struct {
 	Action StateChangeRequestAction `json:"action"`
