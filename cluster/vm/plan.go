@@ -91,7 +91,7 @@ func Plan(o Observed) Result {
 		status.StateChangeRequests = rp.Pending
 		if rp.Acting {
 			r.Action, r.StartPaused = rp.Action, rp.Paused
-			if rp.Action == CreateVMI || rp.Action == DeleteVMI {
+			if (rp.Action == CreateVMI && o.Relation != Foreign) || rp.Action == DeleteVMI {
 				// An explicit start or stop ends a crash loop: the next
 				// VMI starts without waiting, and its count starts anew.
 				status.StartFailure = nil
@@ -102,7 +102,10 @@ func Plan(o Observed) Result {
 			}, vmi, o.Now)
 		}
 		if o.Relation == Foreign && r.Action == CreateVMI {
-			r.Action = None
+			r.Action = None // a Start waits until the foreign VMI goes
+		}
+		if rp.Action == CreateVMI && r.Action == CreateVMI {
+			status.StateChangeRequests = nilIfEmpty(status.StateChangeRequests[1:])
 		}
 		if vmi != nil && vmi.Status.Phase == v1.Running && status.StartFailure != nil {
 			if left := StableRun - ranFor(vmi, o.Now); left > 0 && (r.RequeueAfter == 0 || left < r.RequeueAfter) {

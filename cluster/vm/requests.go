@@ -10,7 +10,8 @@ type requestPlan struct {
 	// StartHalted, or None while it waits for the VMI to go.
 	Action Action
 	// Pending is the queue after dropping the requests that are done or
-	// cannot apply; nil when empty.
+	// cannot apply, starting with the acting request; nil when empty. A
+	// Start that CreateVMI acts on is removed by the caller with the create.
 	Pending []v1.VirtualMachineStateChangeRequest
 	// Acting is true when a request decides this sync: the run strategy
 	// waits until the queue is empty.
@@ -25,14 +26,14 @@ type requestPlan struct {
 //
 //	Stop{uid}  VMI with that UID          → delete it; kept until it is gone
 //	           no VMI, another UID, no UID → dropped
-//	Start      no VMI                      → create it; dropped with the create
+//	Start      no VMI                      → create it; removed with the create
 //	           VMI not final               → dropped (already running)
 //	           final VMI                   → delete it first; kept
 //	           no VMI, strategy Halted     → StartHalted (spec becomes
 //	                                         Always); kept
 //	any        VMI being deleted (a Stop of its UID, or a Start) → wait
 //
-// A Start dropped with its create is written in the same status patch as
+// A Start removed with its create is written in the same status patch as
 // the rest of the sync; if the create fails the request stays.
 func planRequests(strategy v1.VirtualMachineRunStrategy, reqs []v1.VirtualMachineStateChangeRequest,
 	vmi *v1.VirtualMachineInstance) requestPlan {
@@ -57,7 +58,7 @@ func planRequests(strategy v1.VirtualMachineRunStrategy, reqs []v1.VirtualMachin
 			case strategy == v1.RunStrategyHalted:
 				return requestPlan{Action: StartHalted, Pending: reqs, Acting: true}
 			default:
-				return requestPlan{Action: CreateVMI, Pending: nilIfEmpty(reqs[1:]), Acting: true, Paused: startsPaused(req)}
+				return requestPlan{Action: CreateVMI, Pending: reqs, Acting: true, Paused: startsPaused(req)}
 			}
 		}
 		reqs = reqs[1:]

@@ -196,3 +196,14 @@ func TestPlan_RestartSequence(t *testing.T) {
 		})
 	}
 }
+
+// A VMI controlled by something else blocks the create: the Start waits.
+func TestPlan_StartBlockedByForeignVMI(t *testing.T) {
+	got := Plan(Observed{VM: testVM(v1.RunStrategyManual, withRequests(reqStart)), VMI: testVMI(v1.Running), Relation: Foreign, Now: t0})
+	if got.Action != None {
+		t.Errorf("action = %s, want None", got.Action)
+	}
+	if diff := cmp.Diff(reqs{reqStart}, got.Status.StateChangeRequests); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
