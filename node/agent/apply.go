@@ -45,6 +45,8 @@ func (a *Agent) apply(ctx context.Context, act ActionKind, o *Observation) error
 		return a.markGone(ctx, o)
 	case ActPause:
 		return a.reapplyPause(ctx, o)
+	case ActReboot:
+		return a.advanceReboot(ctx, o)
 	}
 	return fmt.Errorf("unknown action %q", act)
 }

@@ -39,6 +39,9 @@ type domain struct {
 	stopWatch context.CancelFunc
 	ga        GuestAgent // the guest agent connection, shared with the node API
 	guestNet  guestNet   // the guest's interfaces as its agent reports them
+	// rebootWaiter is the node API call waiting for a soft reboot through
+	// the power button (reboot.go), nil when none waits.
+	rebootWaiter chan error
 
 	// opMu serialises run-state changes (pause, unpause and their
 	// re-application by sync) so an intent and its QMP command are never
