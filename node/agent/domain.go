@@ -138,6 +138,14 @@ func (d *domain) onEvent(ctx context.Context, conn Monitor, name string, dropped
 	switch name {
 	case "STOP":
 		state = "paused"
+		d.mu.Lock()
+		if d.runState == "shutdown" {
+			// QEMU stops the vCPUs right after the guest's SHUTDOWN when
+			// its shutdown action is pause (a soft reboot): the run state
+			// is "shutdown", not a user's pause.
+			state = "shutdown"
+		}
+		d.mu.Unlock()
 	case "RESUME":
 		state = "running"
 	case "SHUTDOWN":

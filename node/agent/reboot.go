@@ -31,8 +31,13 @@ const ActReboot ActionKind = "Reboot"
 // rebootPlan tells whether the reconcile must act on a reboot intent now,
 // or else when to look again. It is pure.
 func rebootPlan(o *Observation) (act bool, requeue time.Duration) {
-	if !o.liveRecord() || o.Record.Intent.Reboot == nil || !o.Runtime.QMPConnected {
+	if !o.liveRecord() || o.Record.Intent.Reboot == nil {
 		return false, 0
+	}
+	if !o.Runtime.QMPConnected {
+		// Attach first (after an agent restart), then look again: the
+		// guest may be held in "shutdown" with no event to come.
+		return false, pollStarting
 	}
 	r := o.Record.Intent.Reboot
 	if o.Runtime.RunState == qmp.RunStateShutdown || r.Resetting || !o.Now.Before(r.Deadline) {
@@ -180,10 +185,14 @@ func (a *Agent) advanceReboot(ctx context.Context, o *Observation) error {
 		if err := a.setReboot(ctx, o, func(r *store.Reboot) *store.Reboot { r.Resetting = true; return r }); err != nil {
 			return err
 		}
-		if err := a.resetGuest(ctx, mon); err != nil {
+		// A pause asked for meanwhile holds: the guest is reset but its
+		// vCPUs stay stopped until unpause.
+		if err := a.resetGuest(ctx, mon, !rec.Intent.Paused); err != nil {
 			return err
 		}
-		d.setRunState(qmp.RunStateRunning)
+		if st, err := mon.QueryStatus(ctx); err == nil {
+			d.setRunState(st.Status)
+		}
 		return a.endReboot(ctx, o, d, nil, "SoftRebooted", "the guest shut down on the ACPI power button and was reset")
 	case r.Resetting:
 		// Reset before a crash; make sure the action is restored.
@@ -203,10 +212,10 @@ func (a *Agent) advanceReboot(ctx context.Context, o *Observation) error {
 }
 
 // resetGuest restores the shutdown action, resets the guest that is paused
-// in the "shutdown" run state and resumes it. The action comes first: a
-// crash after it leaves the guest in "shutdown" with the intent, which the
-// next sync resets.
-func (a *Agent) resetGuest(ctx context.Context, mon rebootMonitor) error {
+// in the "shutdown" run state and, with resume, resumes it. The action
+// comes first: a crash after it leaves the guest in "shutdown" with the
+// intent, which the next sync resets.
+func (a *Agent) resetGuest(ctx context.Context, mon rebootMonitor, resume bool) error {
 	if err := mon.SetShutdownAction(ctx, qmp.ShutdownActionPoweroff); err != nil {
 		return fmt.Errorf("set-action shutdown=poweroff: %w", err)
 	}
@@ -228,6 +237,9 @@ func (a *Agent) resetGuest(ctx context.Context, mon rebootMonitor) error {
 			return fmt.Errorf("waiting for the reset: %w", ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+	if !resume {
+		return nil
 	}
 	if err := mon.Cont(ctx); err != nil {
 		return fmt.Errorf("cont after reset: %w", err)

@@ -48,7 +48,7 @@ func TestPlan_SoftReboot(t *testing.T) {
 		o: obs(v1.Running, withQEMU, withReboot(later, false), func(o *Observation) {
 			o.Runtime = RuntimeView{QEMUAlive: true}
 		}),
-		want: Plan{Actions: []ActionKind{ActAttach}, PatchStatus: true},
+		want: Plan{Actions: []ActionKind{ActAttach}, PatchStatus: true, Requeue: pollStarting},
 	}, {
 		name: "DeletionAbandonsTheRebootFirst",
 		o:    obs(v1.Running, withQEMU, withReboot(later, false), deleted),

@@ -93,9 +93,11 @@ func (a *Agent) Screenshot(ctx context.Context, uid string, moveCursor bool) ([]
 	if moveCursor {
 		// Best effort, as in KubeVirt: a guest without a pointer device
 		// still has a screen.
-		if err := c.MovePointer(ctx, 1, 1); err == nil {
+		err := c.MovePointer(ctx, 1, 1)
+		if err == nil {
 			err = c.MovePointer(ctx, -1, -1)
-		} else {
+		}
+		if err != nil {
 			a.log.Debug("screenshot: move pointer", "uid", uid, "err", err)
 		}
 	}

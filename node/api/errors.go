@@ -19,7 +19,7 @@ var (
 	// ErrBusy: another soft reboot of the VMI is under way.
 	ErrBusy = errors.New("a soft reboot of the VMI is already under way")
 	// ErrNoGraphics: the VMI has no graphics device (VNC, screenshot).
-	ErrNoGraphics = errors.New("No graphics devices are present.")
+	ErrNoGraphics = errors.New("no graphics devices are present")
 	// ErrNoGuestAddress: port-forward to a VMI without a pod network
 	// address.
 	ErrNoGuestAddress = errors.New("the VMI has no pod network address to forward to")

@@ -20,7 +20,7 @@ import (
 func TestScreenshot(t *testing.T) {
 	e := newEnv(t, live)
 	vmi := "/v1/namespaces/ns/virtualmachineinstances/vm/vnc/screenshot"
-	if code, body := e.do(t, http.MethodGet, vmi); code != http.StatusBadRequest || !strings.Contains(body, "No graphics devices") {
+	if code, body := e.do(t, http.MethodGet, vmi); code != http.StatusBadRequest || !strings.Contains(body, "no graphics devices") {
 		t.Errorf("no graphics: %d %s, want 400 naming the missing graphics device", code, body)
 	}
 	e.domains.screen = []byte("\x89PNG fake")
@@ -201,4 +201,25 @@ func (e *env) get(t *testing.T, path string) *http.Response {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp
+}
+
+func TestSoftReboot_StatusCodes(t *testing.T) {
+	e := newEnv(t, live)
+	path := "/v1/namespaces/ns/virtualmachineinstances/vm/softreboot"
+	for _, tt := range []struct {
+		err  error
+		want int
+	}{
+		{nil, http.StatusOK},
+		{fmt.Errorf("domain u1: %w", api.ErrPaused), http.StatusConflict},
+		{fmt.Errorf("domain u1: %w", api.ErrBusy), http.StatusConflict},
+		{fmt.Errorf("domain u1: %w", api.ErrNotRunning), http.StatusConflict},
+		{fmt.Errorf("domain u1: the guest did not shut down: %w", api.ErrTimeout), http.StatusGatewayTimeout},
+		{fmt.Errorf("domain u1: qmp: boom"), http.StatusBadGateway},
+	} {
+		e.domains.err = tt.err
+		if code, body := e.do(t, http.MethodPut, path); code != tt.want {
+			t.Errorf("softreboot failing with %v: %d %s, want %d", tt.err, code, body, tt.want)
+		}
+	}
 }

@@ -3,8 +3,8 @@ package agenttest
 import (
 	"context"
 	"errors"
-	"net"
 	"log/slog"
+	"net"
 	"sync"
 
 	"github.com/nodevirt/nodevirt/netsetup"
