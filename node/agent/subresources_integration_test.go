@@ -85,6 +85,9 @@ func TestSubresources_Integration(t *testing.T) {
 		if r := w.get2(t, "vnc/screenshot"); r.code != http.StatusBadRequest || !strings.Contains(string(r.body), "no graphics devices") {
 			t.Errorf("screenshot without a graphics device: %d %s, want 400", r.code, r.body)
 		}
+		if code, body := w.call(t, http.MethodGet, "vnc"); code != http.StatusBadRequest {
+			t.Errorf("vnc without a graphics device: %d %s, want 400", code, body)
+		}
 	})
 
 	t.Run("PortForward", func(t *testing.T) {

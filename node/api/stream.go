@@ -50,6 +50,10 @@ func (s *Server) bridge(w http.ResponseWriter, r *http.Request, uid, kind string
 		return
 	}
 	path := socket(rec)
+	if path == "" && kind == "vnc" {
+		s.fail(w, r, fmt.Errorf("VMI %s: %w", uid, ErrNoGraphics))
+		return
+	}
 	if path == "" {
 		s.fail(w, r, fmt.Errorf("VMI %s has no %s socket: %w", uid, kind, ErrNotRunning))
 		return

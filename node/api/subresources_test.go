@@ -38,6 +38,14 @@ func TestScreenshot(t *testing.T) {
 	}
 }
 
+func TestVNC_NoGraphics(t *testing.T) {
+	e := newEnv(t, live) // no VNC socket in the record: no graphics device
+	code, body := e.do(t, http.MethodGet, "/v1/namespaces/ns/virtualmachineinstances/vm/vnc")
+	if code != http.StatusBadRequest || !strings.Contains(body, "no graphics devices") {
+		t.Errorf("vnc without a graphics device: %d %s, want 400", code, body)
+	}
+}
+
 func TestScreenshot_ContentType(t *testing.T) {
 	e := newEnv(t, live)
 	e.domains.screen = []byte("\x89PNG")
