@@ -81,3 +81,18 @@ func (c *Conn) localClose() bool {
 	defer c.mu.Unlock()
 	return c.closedByUs
 }
+
+// Shutdown actions of set-action (QEMU ≥ 6.0): what QEMU does when the
+// guest shuts down.
+const (
+	ShutdownActionPoweroff = "poweroff" // QEMU's default: the process exits
+	ShutdownActionPause    = "pause"    // vCPUs stop; run state "shutdown"
+)
+
+// SetShutdownAction sets what QEMU does on a guest shutdown (set-action
+// shutdown=action). With ShutdownActionPause a guest power-off leaves QEMU
+// running with the run state "shutdown"; system_reset and cont boot it
+// again (libvirt's "fake reboot").
+func (c *Conn) SetShutdownAction(ctx context.Context, action string) error {
+	return c.Execute(ctx, "set-action", map[string]string{"shutdown": action}, nil)
+}

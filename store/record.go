@@ -91,6 +91,24 @@ type Intent struct {
 	Paused bool `json:"paused,omitzero"`
 	// Stop, when set, means the VMI is being shut down.
 	Stop *Stop `json:"stop,omitempty"`
+	// Reboot, when set, means a soft reboot through the ACPI power button
+	// is under way: QEMU's shutdown action is (or is about to be) "pause",
+	// and the guest's next shutdown is to be turned into a reset.
+	Reboot *Reboot `json:"reboot,omitempty"`
+}
+
+// Reboot is a soft reboot without a guest agent ("fake reboot"): the
+// power button is pressed with QEMU set to pause instead of exiting on the
+// guest's shutdown; the agent then resets and resumes the guest and
+// restores the shutdown action.
+type Reboot struct {
+	Requested time.Time `json:"requested"`
+	// Deadline is when the agent gives up waiting for the guest to shut
+	// down and restores the shutdown action.
+	Deadline time.Time `json:"deadline"`
+	// Resetting is set right before the reset: the guest did shut down,
+	// so a reboot intent found with a running guest is complete.
+	Resetting bool `json:"resetting,omitzero"`
 }
 
 // Stop is a requested shutdown.

@@ -18,6 +18,9 @@ type fileConfig struct {
 	Workers        int    `json:"workers,omitempty"`
 	Resync         string `json:"resync,omitempty"`      // e.g. "30s"
 	CallTimeout    string `json:"callTimeout,omitempty"` // e.g. "10s"
+	// SoftRebootTimeout: how long a soft reboot without a guest agent
+	// waits for the guest to shut down (default 50s).
+	SoftRebootTimeout string `json:"softRebootTimeout,omitempty"`
 
 	Heartbeat         *bool  `json:"heartbeat,omitempty"`         // default true
 	HeartbeatInterval string `json:"heartbeatInterval,omitempty"` // default 30s
@@ -80,7 +83,8 @@ func (c fileConfig) applyTo(cfg *agent.Config, svc *services) error {
 	for _, d := range []struct {
 		s   string
 		dst *time.Duration
-	}{{c.Resync, &cfg.Resync}, {c.CallTimeout, &cfg.CallTimeout}, {c.HeartbeatInterval, &svc.HeartbeatInterval}} {
+	}{{c.Resync, &cfg.Resync}, {c.CallTimeout, &cfg.CallTimeout},
+		{c.SoftRebootTimeout, &cfg.SoftRebootTimeout}, {c.HeartbeatInterval, &svc.HeartbeatInterval}} {
 		if d.s == "" {
 			continue
 		}

@@ -58,6 +58,8 @@ func run() error {
 	flag.StringVar(&af.tlsAddr, "api-tls-addr", "", "node API mutual-TLS listen address, e.g. :8186; empty disables it")
 	flag.StringVar(&af.caDir, "api-ca-dir", "/etc/nodevirt-ca", "directory of the mounted nodevirt-ca Secret (ca.crt, ca.key)")
 	fc := fileConfig{}
+	flag.Func("soft-reboot-timeout", "how long a soft reboot without a guest agent waits for the guest to shut down (default 50s)",
+		func(s string) error { fc.SoftRebootTimeout = s; return nil })
 	flag.Func("kubelet-root", "kubelet root directory (default /var/lib/kubelet)", func(s string) error { fc.KubeletRoot = s; return nil })
 	boolFlag := func(name, usage string, dst **bool) {
 		flag.Func(name, usage+" (true/false)", func(s string) error {

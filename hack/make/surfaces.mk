@@ -8,9 +8,9 @@
 nodectl: ## Build nodectl into $(BIN).
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/nodectl
 
-test-surfaces: testenv guest-images agent-deps ## Run the node API and nodectl tests (unit + real-QEMU integration with pause latency).
+test-surfaces: testenv guest-images agent-deps ## Run the node API and nodectl tests (unit + real-QEMU integration: pause latency, screenshot, port-forward, soft reboot).
 	$(GO) test $(GOTEST_FLAGS) ./node/api/... ./cmd/nodectl/...
-	$(GO) test $(GOTEST_FLAGS) -timeout 15m -run 'TestSurfaces_Integration|TestPlan_Pause' -v ./node/agent/
+	$(GO) test $(GOTEST_FLAGS) -timeout 15m -run 'TestSurfaces_Integration|TestSubresources_Integration|TestPlan_Pause|TestPlan_SoftReboot' -v ./node/agent/
 
 bench-pause: testenv guest-images agent-deps ## Measure pause/unpause latency at the node API (p50/p99 over 200 calls, real QEMU).
 	$(GO) test $(GOTEST_FLAGS) -timeout 15m -run 'TestSurfaces_Integration/PauseLatency' -v ./node/agent/

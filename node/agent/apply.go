@@ -45,6 +45,8 @@ func (a *Agent) apply(ctx context.Context, act ActionKind, o *Observation) error
 		return a.markGone(ctx, o)
 	case ActPause:
 		return a.reapplyPause(ctx, o)
+	case ActReboot:
+		return a.advanceReboot(ctx, o)
 	}
 	return fmt.Errorf("unknown action %q", act)
 }
@@ -83,10 +85,12 @@ func (a *Agent) createRecord(ctx context.Context, o *Observation) error {
 			QMP:        pod.Socket(podfs.QMPSocket),
 			GuestAgent: pod.Socket(podfs.GuestAgentSock),
 			Serial:     pod.Socket(podfs.SerialSocket),
-			VNC:        pod.Socket(podfs.VNCSocket),
 		},
 		Observed: store.Observed{Phase: string(o.VMI.Status.Phase), At: a.now()},
 		Intent:   store.Intent{Paused: startsPaused(o.VMI)},
+	}
+	if g := o.VMI.Spec.Domain.Devices.AutoattachGraphicsDevice; g == nil || *g {
+		rec.Sockets.VNC = pod.Socket(podfs.VNCSocket) // QEMU has VGA + VNC
 	}
 	if err := a.deps.Store.Put(ctx, rec, a.event("Adopted", "launcher pod "+o.Pod.Name)); err != nil {
 		return err

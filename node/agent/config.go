@@ -22,6 +22,10 @@ type Config struct {
 	Resync time.Duration
 	// CallTimeout bounds every call to QEMU, the launcher and the API.
 	CallTimeout time.Duration
+	// SoftRebootTimeout is how long a soft reboot without a guest agent
+	// waits for the guest to shut down on the ACPI power button before it
+	// is abandoned (the node API's softreboot waits as long).
+	SoftRebootTimeout time.Duration
 }
 
 // DefaultConfig returns the defaults for everything but NodeName.
@@ -31,6 +35,9 @@ func DefaultConfig() Config {
 		Workers:     4,
 		Resync:      30 * time.Second,
 		CallTimeout: 10 * time.Second,
+		// Below the node API's softreboot bound (55 s) and the
+		// kube-apiserver's request timeout (60 s).
+		SoftRebootTimeout: 50 * time.Second,
 	}
 }
 
@@ -51,6 +58,9 @@ func (c Config) Validate() error {
 	}
 	if c.CallTimeout < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("call timeout %v, want >= 100ms", c.CallTimeout))
+	}
+	if c.SoftRebootTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("soft reboot timeout %v, want >= 1s", c.SoftRebootTimeout))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("agent config: %w", err)

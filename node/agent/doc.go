@@ -45,6 +45,16 @@
 // whose QEMU runs, and never resumes a guest. The node API shares the
 // domain's QMP and guest agent connections (surface.go).
 //
+// Soft reboot without a guest agent (reboot.go) is intent too: the node
+// API's SoftReboot commits Record.Intent.Reboot, sets QEMU's shutdown
+// action to pause and presses the power button; the guest's SHUTDOWN
+// leaves QEMU in run state "shutdown" (no domain state: the status is left
+// alone), and the reconcile (ActReboot) resets and resumes it, restores the
+// action and clears the intent, or gives up at the intent's deadline
+// (Config.SoftRebootTimeout). The node API also gets screenshots (QMP
+// screendump into the pod's sockets dir) and guest connections dialed in
+// the pod netns (surface.go).
+//
 // Metrics (metricsource.go, metrics.go): MetricsSource is node/metrics'
 // Source — VMs from the informer cache, statistics from the record's QEMU
 // pid (/proc), its pod netns (tap counters), and the domain's QMP and guest

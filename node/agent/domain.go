@@ -39,6 +39,9 @@ type domain struct {
 	stopWatch context.CancelFunc
 	ga        GuestAgent // the guest agent connection, shared with the node API
 	guestNet  guestNet   // the guest's interfaces as its agent reports them
+	// rebootWaiter is the node API call waiting for a soft reboot through
+	// the power button (reboot.go), nil when none waits.
+	rebootWaiter chan error
 
 	// opMu serialises run-state changes (pause, unpause and their
 	// re-application by sync) so an intent and its QMP command are never
@@ -135,6 +138,14 @@ func (d *domain) onEvent(ctx context.Context, conn Monitor, name string, dropped
 	switch name {
 	case "STOP":
 		state = "paused"
+		d.mu.Lock()
+		if d.runState == "shutdown" {
+			// QEMU stops the vCPUs right after the guest's SHUTDOWN when
+			// its shutdown action is pause (a soft reboot): the run state
+			// is "shutdown", not a user's pause.
+			state = "shutdown"
+		}
+		d.mu.Unlock()
 	case "RESUME":
 		state = "running"
 	case "SHUTDOWN":

@@ -62,6 +62,16 @@ func TestDomain_AttachFollowsRunState(t *testing.T) {
 	waitView(t, d, "paused", func(v RuntimeView) bool { return v.RunState == "paused" })
 	srv.Emit("RESUME", nil)
 	waitView(t, d, "running", func(v RuntimeView) bool { return v.RunState == "running" })
+	// A guest power-off held by shutdown action pause (soft reboot):
+	// QEMU sends SHUTDOWN, then STOP; the run state stays "shutdown".
+	srv.Emit("SHUTDOWN", map[string]any{"guest": true, "reason": "guest-shutdown"})
+	srv.Emit("STOP", nil)
+	srv.Emit("RESUME", nil)
+	waitView(t, d, "running after the held shutdown", func(v RuntimeView) bool { return v.RunState == "running" })
+	srv.Emit("SHUTDOWN", map[string]any{"guest": true, "reason": "guest-shutdown"})
+	srv.Emit("STOP", nil)
+	time.Sleep(100 * time.Millisecond)
+	waitView(t, d, "shutdown, not paused", func(v RuntimeView) bool { return v.RunState == "shutdown" })
 
 	srv.Close() // QEMU goes away
 	waitView(t, d, "disconnect", func(v RuntimeView) bool { return !v.QMPConnected })

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"log/slog"
+	"net"
 
 	"github.com/nodevirt/nodevirt/netsetup"
 	"github.com/nodevirt/nodevirt/node/launcher"
@@ -34,6 +35,9 @@ type Network interface {
 	// ListenDHCP opens a DHCP server for lease in netns; it serves once
 	// its Serve is called.
 	ListenDHCP(ctx context.Context, netns string, lease netsetup.Lease, log *slog.Logger) (DHCPServer, error)
+	// Dial connects to address over network ("tcp", "udp") from inside
+	// netns (port-forward to a guest).
+	Dial(ctx context.Context, netns, network, address string) (net.Conn, error)
 }
 
 // DHCPServer serves one guest its lease until ctx ends or it is closed.

@@ -59,6 +59,9 @@ type harness struct {
 	// metricsAddr is the agent's /metrics endpoint (loopback, free port).
 	metricsAddr string
 
+	// agentArgs are extra flags of every agent start.
+	agentArgs []string
+
 	mu    sync.Mutex
 	agent *exec.Cmd
 }
@@ -135,6 +138,7 @@ func (h *harness) startAgent(t *testing.T) time.Time {
 		// No kubelet here; another test's kubelet on this host must not
 		// see our device plugins.
 		"--device-plugins=false", "--heartbeat=true")
+	cmd.Args = append(cmd.Args, h.agentArgs...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -535,6 +539,19 @@ func (s *serialLog) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return strings.Join(s.lines, "\n")
+}
+
+// count returns the number of lines starting with prefix.
+func (s *serialLog) count(prefix string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, l := range s.lines {
+		if strings.HasPrefix(l, prefix) {
+			n++
+		}
+	}
+	return n
 }
 
 // waitSerial waits for a serial line starting with prefix.

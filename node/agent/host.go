@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 
 	"golang.org/x/sys/unix"
 
@@ -62,6 +63,11 @@ func (HostNetwork) Ensure(ctx context.Context, netns string, p netsetup.Plan) (n
 // Release is netsetup.Release.
 func (HostNetwork) Release(ctx context.Context, netns string, p netsetup.Plan) error {
 	return netsetup.Release(ctx, netns, p)
+}
+
+// Dial is netsetup.DialInNetNS.
+func (HostNetwork) Dial(ctx context.Context, netns, network, address string) (net.Conn, error) {
+	return netsetup.DialInNetNS(ctx, netns, network, address)
 }
 
 // ListenDHCP is netsetup.ListenDHCP.

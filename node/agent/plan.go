@@ -97,6 +97,11 @@ func planDelete(o *Observation) Plan {
 		if o.Record != nil {
 			stop = o.Record.Intent.Stop
 		}
+		if o.liveRecord() && o.Record.Intent.Reboot != nil && o.Runtime.QMPConnected {
+			// Give up a soft reboot first: with its shutdown action
+			// QEMU would not exit on the power-off.
+			return Plan{Actions: []ActionKind{ActReboot}, Again: true}
+		}
 		switch {
 		case stop == nil:
 			return Plan{Actions: []ActionKind{ActPowerdown}, PatchStatus: true, Requeue: pollStopping}
@@ -170,6 +175,11 @@ func planRun(o *Observation) Plan {
 		}
 		if needsPause(o) {
 			p.Actions = append(p.Actions, ActPause)
+		}
+		if act, requeue := rebootPlan(o); act {
+			p.Actions = append(p.Actions, ActReboot)
+		} else if requeue > 0 {
+			p.Requeue = requeue
 		}
 		p.PatchStatus = true
 		return p

@@ -9,7 +9,11 @@ import (
 // action handles PUT .../{pause|unpause|softreboot|reset|freeze|unfreeze}.
 func (s *Server) action(name string) uidHandler {
 	return func(w http.ResponseWriter, r *http.Request, uid string) {
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.CallTimeout)
+		timeout := s.cfg.CallTimeout
+		if name == "softreboot" {
+			timeout = s.cfg.SoftRebootTimeout
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		if err := s.do(ctx, name, uid); err != nil {
 			s.fail(w, r, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/nodevirt/nodevirt/qmp"
@@ -15,7 +16,17 @@ import (
 type Domains interface {
 	Pause(ctx context.Context, uid string) error
 	Unpause(ctx context.Context, uid string) error
+	// SoftReboot reboots the guest through its guest agent, or, without
+	// one, through the ACPI power button with QEMU kept alive across the
+	// guest's shutdown; it returns once the guest was reset (or failed to
+	// react: ErrTimeout).
 	SoftReboot(ctx context.Context, uid string) error
+	// Screenshot returns the guest's screen as a PNG image; with
+	// moveCursor the pointer is nudged first so a blanked screen wakes.
+	Screenshot(ctx context.Context, uid string, moveCursor bool) ([]byte, error)
+	// DialGuest connects to the guest's port over network ("tcp" or "udp")
+	// from inside its pod network.
+	DialGuest(ctx context.Context, uid, network string, port int) (net.Conn, error)
 	// QMP and GuestAgent return the agent's shared connections.
 	QMP(ctx context.Context, uid string) (*qmp.Conn, error)
 	GuestAgent(ctx context.Context, uid string) (*qmp.Agent, error)
@@ -34,11 +45,15 @@ type Config struct {
 	CallTimeout time.Duration
 	// PingPeriod is the websocket keep-alive period.
 	PingPeriod time.Duration
+	// SoftRebootTimeout bounds a softreboot request, which waits for the
+	// guest to shut down when it has no guest agent. Keep it below the
+	// kube-apiserver's request timeout (60 s).
+	SoftRebootTimeout time.Duration
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{CallTimeout: 10 * time.Second, PingPeriod: 30 * time.Second}
+	return Config{CallTimeout: 10 * time.Second, PingPeriod: 30 * time.Second, SoftRebootTimeout: 55 * time.Second}
 }
 
 // Validate reports every problem of c at once.
@@ -49,6 +64,9 @@ func (c Config) Validate() error {
 	}
 	if c.PingPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("ping period %v, want > 0", c.PingPeriod))
+	}
+	if c.SoftRebootTimeout < c.CallTimeout {
+		errs = append(errs, fmt.Errorf("soft reboot timeout %v, want >= call timeout %v", c.SoftRebootTimeout, c.CallTimeout))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("api config: %w", err)

@@ -12,6 +12,8 @@
 //	PUT .../unpause  .../softreboot  .../reset  .../freeze  .../unfreeze
 //	GET .../guestosinfo  .../userlist  .../filesystemlist
 //	GET .../console  .../vnc         websockets (subprotocol plain.kubevirt.io)
+//	GET .../vnc/screenshot[?moveCursor=true]   image/png
+//	GET .../portforward/{port}[/{protocol}]    websocket ↔ guest port (tcp|udp)
 //
 // Debug routes, under /nodectl/v1/; each but domains takes the VMI as the
 // query parameter vmi=<ns/name or UID> (a name finds the live record first,
@@ -25,12 +27,17 @@
 //	POST agent              the same, to the guest agent
 //	GET  console            websocket, as above
 //
-// Errors are JSON {"error": "..."} with 404 for an unknown VMI, 409 for a
-// VMI that is not running or has no guest agent, 502 for a QEMU or guest
-// agent error.
+// Errors are JSON {"error": "..."} with 400 for a bad port or protocol
+// (naming it), a VMI without a graphics device or pod network address, 404
+// for an unknown VMI, 409 for a VMI that is not running, is paused, has no
+// guest agent or a soft reboot under way, 502 for a QEMU, guest agent or
+// guest connection error, 504 when the guest ignored a soft reboot's power
+// button. softreboot without a guest agent waits for the guest's shutdown
+// (Config.SoftRebootTimeout bounds the request).
 //
 // Streams: QEMU's serial chardev takes one client at a time, so a new
-// console (or VNC) session for a VMI closes the previous one first. The
+// console (or VNC) session for a VMI closes the previous one first; any
+// number of port-forwards may be open (for udp one message = one datagram). The
 // server pings every stream (Config.PingPeriod) so idle sessions survive
 // proxies; a peer that does not answer within two periods is dropped.
 //

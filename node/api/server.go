@@ -58,6 +58,9 @@ func (s *Server) Handler(debug bool) http.Handler {
 	}
 	mux.HandleFunc("GET "+vmi+"console", s.byName(s.console))
 	mux.HandleFunc("GET "+vmi+"vnc", s.byName(s.vnc))
+	mux.HandleFunc("GET "+vmi+"vnc/screenshot", s.byName(s.screenshot))
+	mux.HandleFunc("GET "+vmi+"portforward/{port}", s.byName(s.portForward))
+	mux.HandleFunc("GET "+vmi+"portforward/{port}/{protocol}", s.byName(s.portForward))
 	if debug {
 		s.debugRoutes(mux)
 	}

@@ -29,6 +29,10 @@ type fakeDomains struct {
 	mu    sync.Mutex
 	calls []string
 	err   error
+	// screen is Screenshot's answer (nil: no graphics device).
+	screen []byte
+	// dial is DialGuest's dialer (nil: no guest address).
+	dial func(network string, port int) (net.Conn, error)
 }
 
 func (f *fakeDomains) record(op, uid string) error {
@@ -42,6 +46,24 @@ func (f *fakeDomains) Pause(_ context.Context, uid string) error   { return f.re
 func (f *fakeDomains) Unpause(_ context.Context, uid string) error { return f.record("unpause", uid) }
 func (f *fakeDomains) SoftReboot(_ context.Context, uid string) error {
 	return f.record("softreboot", uid)
+}
+func (f *fakeDomains) Screenshot(_ context.Context, uid string, moveCursor bool) ([]byte, error) {
+	if err := f.record(fmt.Sprintf("screenshot moveCursor=%v", moveCursor), uid); err != nil {
+		return nil, err
+	}
+	if f.screen == nil {
+		return nil, fmt.Errorf("domain %s: %w", uid, api.ErrNoGraphics)
+	}
+	return f.screen, nil
+}
+func (f *fakeDomains) DialGuest(_ context.Context, uid, network string, port int) (net.Conn, error) {
+	if err := f.record(fmt.Sprintf("dial %s/%d", network, port), uid); err != nil {
+		return nil, err
+	}
+	if f.dial == nil {
+		return nil, fmt.Errorf("domain %s: %w", uid, api.ErrNoGuestAddress)
+	}
+	return f.dial(network, port)
 }
 func (f *fakeDomains) QMP(_ context.Context, uid string) (*qmp.Conn, error) {
 	return nil, fmt.Errorf("domain %s: %w", uid, api.ErrNotRunning)

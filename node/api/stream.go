@@ -50,6 +50,10 @@ func (s *Server) bridge(w http.ResponseWriter, r *http.Request, uid, kind string
 		return
 	}
 	path := socket(rec)
+	if path == "" && kind == "vnc" {
+		s.fail(w, r, fmt.Errorf("VMI %s: %w", uid, ErrNoGraphics))
+		return
+	}
 	if path == "" {
 		s.fail(w, r, fmt.Errorf("VMI %s has no %s socket: %w", uid, kind, ErrNotRunning))
 		return
@@ -74,7 +78,7 @@ func (s *Server) bridge(w http.ResponseWriter, r *http.Request, uid, kind string
 	}
 	defer ws.Close()
 	s.log.Info("stream opened", "kind", kind, "uid", uid)
-	err = pump(ctx, ws, nc, s.cfg.PingPeriod)
+	err = pump(ctx, ws, nc, s.cfg.PingPeriod, false)
 	s.log.Info("stream closed", "kind", kind, "uid", uid, "err", err)
 }
 
@@ -104,8 +108,9 @@ func (s *Server) release(key string, done chan struct{}) {
 }
 
 // pump copies nc → ws and ws → nc, pinging ws every period, until one side
-// ends or ctx is cancelled (a newer session took over).
-func pump(ctx context.Context, ws *websocket.Conn, nc net.Conn, period time.Duration) error {
+// ends or ctx is cancelled (a newer session took over). With packets, nc
+// is a datagram socket: each message is written as one datagram.
+func pump(ctx context.Context, ws *websocket.Conn, nc net.Conn, period time.Duration, packets bool) error {
 	stop := context.AfterFunc(ctx, func() {
 		_ = ws.WriteControl(websocket.CloseMessage,
 			websocket.FormatCloseMessage(websocket.CloseNormalClosure, "replaced by a new session"),
@@ -116,7 +121,7 @@ func pump(ctx context.Context, ws *websocket.Conn, nc net.Conn, period time.Dura
 	defer stop()
 	errc := make(chan error, 2)
 	go func() { errc <- copyToWS(ws, nc) }()
-	go func() { errc <- copyFromWS(nc, ws, period) }()
+	go func() { errc <- copyFromWS(nc, ws, period, packets) }()
 	go pinger(ctx, ws, period, errc)
 	err := <-errc
 	ws.Close()
@@ -124,8 +129,11 @@ func pump(ctx context.Context, ws *websocket.Conn, nc net.Conn, period time.Dura
 	return err
 }
 
+// maxDatagram is the largest UDP payload.
+const maxDatagram = 65507
+
 func copyToWS(ws *websocket.Conn, nc net.Conn) error {
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, 64<<10) // a whole datagram fits
 	for {
 		n, err := nc.Read(buf)
 		if n > 0 {
@@ -139,7 +147,7 @@ func copyToWS(ws *websocket.Conn, nc net.Conn) error {
 	}
 }
 
-func copyFromWS(nc net.Conn, ws *websocket.Conn, period time.Duration) error {
+func copyFromWS(nc net.Conn, ws *websocket.Conn, period time.Duration, packets bool) error {
 	extend := func(string) error { return ws.SetReadDeadline(time.Now().Add(2 * period)) }
 	_ = extend("")
 	ws.SetPongHandler(extend)
@@ -153,6 +161,19 @@ func copyFromWS(nc net.Conn, ws *websocket.Conn, period time.Duration) error {
 			return err
 		}
 		_ = extend("")
+		if packets {
+			b, err := io.ReadAll(io.LimitReader(r, maxDatagram+1))
+			if err != nil {
+				return err
+			}
+			if len(b) > maxDatagram {
+				return fmt.Errorf("message of more than %d bytes for a datagram socket", maxDatagram)
+			}
+			if _, err := nc.Write(b); err != nil {
+				return err
+			}
+			continue
+		}
 		if _, err := io.Copy(nc, r); err != nil {
 			return err
 		}

@@ -107,7 +107,7 @@ func (s *Server) startQEMU(ctx context.Context, spec launchspec.Spec) (*qemuProc
 		<-p.waited
 		return nil, fmt.Errorf("QEMU monitor (QEMU %s): %w", p.cmd.ProcessState, err)
 	}
-	p.events = p.mon.Subscribe(64, qmp.EventShutdown)
+	p.events = p.mon.Subscribe(64, qmp.EventShutdown, qmp.EventReset)
 	return p, nil
 }
 
@@ -185,6 +185,12 @@ drain:
 		case ev, ok := <-p.events.Events():
 			if !ok {
 				break drain
+			}
+			if ev.Name == qmp.EventReset {
+				// A shutdown followed by a reset did not end the guest
+				// (the agent's soft reboot without a guest agent).
+				last = nil
+				continue
 			}
 			if v, err := ev.Typed(); err == nil {
 				if sd, ok := v.(*qmp.ShutdownEvent); ok {

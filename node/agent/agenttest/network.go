@@ -2,7 +2,9 @@ package agenttest
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net"
 	"sync"
 
 	"github.com/nodevirt/nodevirt/netsetup"
@@ -63,6 +65,15 @@ func (n *Network) Built(netns string, p netsetup.Plan) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.built[builtKey{netns, p.Bridge, p.Tap}]
+}
+
+// Dial logs "network.Dial <network> <address>" and fails: the fake has no
+// guests to reach.
+func (n *Network) Dial(_ context.Context, _, network, address string) (net.Conn, error) {
+	if err := n.log.call("network.Dial " + network + " " + address); err != nil {
+		return nil, err
+	}
+	return nil, errors.New("agenttest: no guest network to dial")
 }
 
 // ListenDHCP logs "dhcp.Listen <bridge>" and returns a server that serves

@@ -27,6 +27,10 @@
 //     -accel tcg,tb-size=64 (a 64 MiB translation cache instead of QEMU's
 //     default of up to 1 GiB: the launcher pod's memory request stays
 //     small) with -cpu max; otherwise ErrNoAccelerator naming the reason.
+//   - Graphics: unless autoattachGraphicsDevice is false, a "VGA" device
+//     (KubeVirt's amd64 BIOS default, model vga; KubeVirt picks bochs only
+//     for EFI, which nodevirt does not boot) and -vnc on sockets/vnc.sock,
+//     for the vnc and vnc/screenshot subresources.
 //   - No -no-shutdown: a guest power-off ends QEMU (exit 0) right after the
 //     SHUTDOWN event, so the pod completes; the agent sees the event on
 //     qmp.sock and the launcher records the outcome (package launcher).
