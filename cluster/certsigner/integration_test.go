@@ -105,7 +105,10 @@ func serve(t *testing.T, certs api.ServingCertificates, roots certrotation.Roots
 		ReadHeaderTimeout: 5 * time.Second}
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); _ = srv.Serve(tls.NewListener(l, api.ServerTLS(certs, roots, testenv.Logger(t)))) }()
+	go func() {
+		defer wg.Done()
+		_ = srv.Serve(tls.NewListener(l, api.ServerTLS(certs, roots, testenv.Logger(t))))
+	}()
 	t.Cleanup(func() { srv.Close(); wg.Wait() })
 	return l.Addr().String()
 }

@@ -22,7 +22,9 @@ import (
 
 // swappable is a serving certificate source whose certificate a test
 // replaces, as a Rotator's renewal does.
-type swappable struct{ c atomic.Pointer[tls.Certificate] }
+type swappable struct {
+	c atomic.Pointer[tls.Certificate]
+}
 
 func (s *swappable) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	return s.c.Load(), nil
