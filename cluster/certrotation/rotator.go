@@ -37,8 +37,9 @@ type Config struct {
 	// load and every CheckInterval (default 1 min).
 	Roots         Roots
 	CheckInterval time.Duration
-	// WaitTimeout bounds the wait for one CSR to be issued (default 5 min);
-	// then a new one is made.
+	// WaitTimeout bounds the wait for one CSR to be issued (default 15
+	// min, as the kubelet's); then, after the retry backoff, a new one is
+	// made.
 	WaitTimeout time.Duration
 	// MinRetry and MaxRetry bound the backoff after a failed request
 	// (defaults 2 s and 5 min).
@@ -58,7 +59,7 @@ func (c *Config) defaults() {
 		c.CheckInterval = time.Minute
 	}
 	if c.WaitTimeout == 0 {
-		c.WaitTimeout = 5 * time.Minute
+		c.WaitTimeout = 15 * time.Minute
 	}
 	if c.MinRetry == 0 {
 		c.MinRetry = 2 * time.Second
