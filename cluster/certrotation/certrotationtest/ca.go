@@ -83,6 +83,44 @@ func (ca *CA) Issue(t testing.TB, cn string, dns []string, eku x509.ExtKeyUsage,
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
 }
 
+// SignRequest signs the PEM certificate request csrPEM as the real signer
+// would (subject CN and DNS names of the request) and returns the PEM
+// certificate.
+func (ca *CA) SignRequest(t testing.TB, csrPEM []byte, eku x509.ExtKeyUsage, ttl time.Duration) []byte {
+	t.Helper()
+	b, _ := pem.Decode(csrPEM)
+	if b == nil {
+		t.Fatal("certificate request: no PEM block")
+	}
+	req, err := x509.ParseCertificateRequest(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := template(req.Subject.CommonName, ttl)
+	tmpl.DNSNames = req.DNSNames
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{eku}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, req.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// Request is a PEM certificate request for cn and dns with a fresh key.
+func Request(t testing.TB, cn string, dns ...string) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn}, DNSNames: dns}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
+
 // AgentServing issues node's agent serving certificate.
 func (ca *CA) AgentServing(t testing.TB, node string) tls.Certificate {
 	return ca.Issue(t, certrotation.AgentName(node), []string{node}, x509.ExtKeyUsageServerAuth, time.Hour)
