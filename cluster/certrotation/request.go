@@ -17,6 +17,7 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
@@ -104,6 +105,9 @@ func waitIssued(ctx context.Context, csrs CSRs, csr *certificatesv1.CertificateS
 			FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
 			ResourceVersion: csr.ResourceVersion,
 		})
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			return nil, fmt.Errorf("watch certificate signing request %s: %w", name, err)
+		}
 		if err == nil {
 			csr, err = nextUpdate(ctx, w, csr)
 		}
