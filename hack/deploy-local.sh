@@ -18,8 +18,10 @@ set -euo pipefail
 [ -f "$CLUSTER_DIR/cluster.env" ] || die "no cluster running in $CLUSTER_DIR (make cluster-up)"
 TIMEOUT=${TIMEOUT:-180}
 
-# The node API's mutual-TLS CA (Secret nodevirt-ca) is made once per cluster,
-# before the agents that mount it.
+# The node API's CA (Secret nodevirt-ca) is made once per cluster, before
+# the controller that mounts it: only the controller holds ca.key; it signs
+# the agents' and nodevirt-api's CSRs and publishes ConfigMap
+# nodevirt-ca-bundle.
 kubectl get namespace nodevirt >/dev/null 2>&1 || kubectl create namespace nodevirt >/dev/null
 if ! kubectl -n nodevirt get secret nodevirt-ca >/dev/null 2>&1; then
 	log "creating the node API CA (Secret nodevirt-ca)"

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodevirt/nodevirt/cluster/certsigner"
 	"github.com/nodevirt/nodevirt/cluster/node"
 )
 
@@ -40,6 +41,13 @@ type Config struct {
 	HeartbeatThreshold time.Duration
 	// HeartbeatRecheck is how often a stale node is looked at again.
 	HeartbeatRecheck time.Duration
+	// CADir holds the node API CA (the mounted Secret nodevirt-ca: ca.crt,
+	// ca.key); the leader signs the node API CSRs with it and publishes
+	// its bundle (cluster/certsigner). "" disables the signer.
+	CADir string
+	// CertLifetime is the validity of the certificates the signer issues
+	// (a CSR's shorter spec.expirationSeconds wins).
+	CertLifetime time.Duration
 }
 
 // DefaultConfig returns the defaults the flags start from.
@@ -56,6 +64,8 @@ func DefaultConfig() Config {
 		LauncherImage:      "nodevirt/nodevirt-launcher",
 		HeartbeatThreshold: node.DefaultThreshold,
 		HeartbeatRecheck:   node.DefaultRecheck,
+		CADir:              "/etc/nodevirt-ca",
+		CertLifetime:       certsigner.DefaultLifetime,
 	}
 }
 
@@ -75,6 +85,8 @@ func (c Config) Validate() error {
 		return errors.New("launcher image must be set")
 	case c.HeartbeatThreshold <= 0 || c.HeartbeatRecheck <= 0:
 		return errors.New("heartbeat threshold and recheck must be positive")
+	case c.CertLifetime < 10*time.Minute:
+		return fmt.Errorf("certificate lifetime must be at least 10m (the CSR API minimum), got %s", c.CertLifetime)
 	}
 	return nil
 }

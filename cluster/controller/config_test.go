@@ -58,6 +58,7 @@ func TestConfig_Validate(t *testing.T) {
 		"retry ≥ renew":       func(c *Config) { c.RetryPeriod = c.RenewDeadline },
 		"no lease name":       func(c *Config) { c.LeaseName = "" },
 		"zero heartbeat poll": func(c *Config) { c.HeartbeatRecheck = 0 },
+		"cert lifetime < 10m": func(c *Config) { c.CertLifetime = 5 * time.Minute },
 	} {
 		c := ok
 		mod(&c)

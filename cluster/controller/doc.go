@@ -1,7 +1,13 @@
 // Package controller wires nodevirt's cluster controller process: the VM,
 // VMI and node controllers (packages cluster/vm, cluster/vmi, cluster/node)
-// on shared informers, behind leader election on a coordination.k8s.io
-// Lease, with /healthz and /metrics served over HTTP.
+// and the node API certificate signer with its CA bundle publisher
+// (cluster/certsigner; on unless --ca-dir is empty) on shared informers,
+// behind leader election on a coordination.k8s.io Lease, with /healthz and
+// /metrics served over HTTP. --ca-dir (default /etc/nodevirt-ca, the
+// mounted Secret nodevirt-ca) is read when the replica starts leading; a
+// missing or invalid CA makes the leader give up the lease with an error
+// naming the directory. --cert-lifetime (default 24h) bounds the issued
+// certificates.
 //
 // Only the leader runs informers and workers; a replica that loses the
 // lease exits (Run returns an error) so that its Deployment restarts it as a

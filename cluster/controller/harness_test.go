@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/certsigner"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
 	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/hack/testenv/apiserver"
@@ -32,6 +33,8 @@ type cluster struct {
 	// kubeconfig makes the controller act as its ServiceAccount, with the
 	// RBAC of deploy/controller.
 	kubeconfig string
+	// caDir is the node API CA (the mounted Secret nodevirt-ca).
+	caDir string
 }
 
 func startCluster(t testing.TB) *cluster {
@@ -42,7 +45,24 @@ func startCluster(t testing.TB) *cluster {
 	c.namespace(t, "nodevirt")
 	c.applyControllerRBAC(t)
 	c.kubeconfig = c.impersonatingKubeconfig(t)
+	c.caDir = writeCA(t)
 	return c
+}
+
+// writeCA writes a fresh node API CA (ca.crt, ca.key) into a directory.
+func writeCA(t testing.TB) string {
+	t.Helper()
+	cert, key, err := certsigner.NewCA("nodevirt-test-ca", 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, b := range map[string][]byte{certsigner.CACertKey: cert, certsigner.CAKeyKey: key} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // buildController builds cmd/nodevirt-controller into t.TempDir(), or
@@ -96,7 +116,7 @@ func (c *cluster) startReplica(t testing.TB, id string, extra ...string) *replic
 		t.Fatal(err)
 	}
 	args := append([]string{"--kubeconfig=" + c.kubeconfig, "--identity=" + id, "--listen=",
-		"--use-emulation", "--launcher-image=nodevirt.local/nodevirt-launcher:dev", "--workers=2"}, fastLease...)
+		"--use-emulation", "--launcher-image=nodevirt.local/nodevirt-launcher:dev", "--workers=2", "--ca-dir=" + c.caDir}, fastLease...)
 	r.cmd = exec.Command(c.bin, append(args, extra...)...)
 	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -56,6 +56,7 @@ func TestIntegration(t *testing.T) {
 	t.Run("PodDeletedBeforeHandoff", func(t *testing.T) { testPodDeletedBeforeHandoff(t, c) })
 	t.Run("NodeUnresponsive", func(t *testing.T) { testNodeUnresponsive(t, c) })
 	t.Run("Metrics", func(t *testing.T) { testMetrics(t, addr) })
+	t.Run("NodeAPISigner", func(t *testing.T) { testSigner(t, c) })
 	var next *replica
 	t.Run("LeaderFailover", func(t *testing.T) { next = testFailover(t, c, leader) })
 	t.Run("BadConfigGivesUpLease", func(t *testing.T) { testBadConfig(t, c, next) })

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/nodevirt/nodevirt/cluster/certsigner"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
 )
 
@@ -182,8 +183,15 @@ func lead(ctx context.Context, cfg Config, d Deps) error {
 		return fmt.Errorf("controller config from configmap: %w", err)
 	}
 	d.Log.Info("configuration", "launcherImage", cfg.LauncherImage, "emulation", cfg.Emulation,
-		"heartbeatThreshold", cfg.HeartbeatThreshold)
-	s, err := build(cfg, d)
+		"heartbeatThreshold", cfg.HeartbeatThreshold, "caDir", cfg.CADir, "certLifetime", cfg.CertLifetime)
+	var ca *certsigner.CA
+	if cfg.CADir != "" {
+		if ca, err = certsigner.LoadCADir(cfg.CADir); err != nil {
+			return fmt.Errorf("node API signer (--ca-dir %s, the mounted Secret %s): %w", cfg.CADir, certsigner.CASecret, err)
+		}
+		d.Log.Info("signing node API certificates", "ca", ca.Certificate().Subject.CommonName, "caNotAfter", ca.Certificate().NotAfter)
+	}
+	s, err := build(cfg, d, ca)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/certsigner"
 	kvscheme "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/scheme"
 	kvinformers "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions"
 	kvlisters "github.com/nodevirt/nodevirt/cluster/client/listers/api/v1"
@@ -31,6 +32,8 @@ type system struct {
 	kvFactory   kvinformers.SharedInformerFactory
 	kubeFactory informers.SharedInformerFactory
 	podFactory  informers.SharedInformerFactory
+	// caFactory watches the CA bundle ConfigMap (nil without a signer).
+	caFactory   informers.SharedInformerFactory
 	broadcaster record.EventBroadcaster
 	loops       []*reconcile.Loop
 }
@@ -40,7 +43,9 @@ type informerSet struct {
 	vms, vmis, pods, pvcs, nodes cache.SharedIndexInformer
 }
 
-func build(cfg Config, d Deps) (*system, error) {
+// build wires the controllers; ca (nil: no signer) signs node API
+// certificates.
+func build(cfg Config, d Deps, ca *certsigner.CA) (*system, error) {
 	s := &system{
 		kvFactory:   kvinformers.NewSharedInformerFactory(d.Kubevirt, 0),
 		kubeFactory: informers.NewSharedInformerFactory(d.Kube, 0),
@@ -86,6 +91,13 @@ func build(cfg Config, d Deps) (*system, error) {
 		Threshold: cfg.HeartbeatThreshold, Recheck: cfg.HeartbeatRecheck,
 	}))
 	s.loops = []*reconcile.Loop{vmLoop, vmiLoop, nodeLoop}
+	if ca != nil {
+		loops, err := s.signer(cfg, d, ca, metrics)
+		if err != nil {
+			return nil, err
+		}
+		s.loops = append(s.loops, loops...)
+	}
 
 	vmiHandler := cache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) { vmLoop.Enqueue(o); vmiLoop.Enqueue(o) },
@@ -112,6 +124,33 @@ func build(cfg Config, d Deps) (*system, error) {
 		}
 	}
 	return s, nil
+}
+
+// signer builds the CSR signer and the CA bundle publisher
+// (cluster/certsigner) on a cluster-wide CSR informer and an informer of
+// the one bundle ConfigMap.
+func (s *system) signer(cfg Config, d Deps, ca *certsigner.CA, metrics *reconcile.Metrics) ([]*reconcile.Loop, error) {
+	s.caFactory = informers.NewSharedInformerFactoryWithOptions(d.Kube, 0, informers.WithNamespace(cfg.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = certsigner.BundleSelector }))
+	csrs := s.kubeFactory.Certificates().V1().CertificateSigningRequests()
+	cms := s.caFactory.Core().V1().ConfigMaps()
+	if err := errors.Join(csrs.Informer().SetTransform(stripManagedFields), cms.Informer().SetTransform(stripManagedFields)); err != nil {
+		return nil, fmt.Errorf("informer transform: %w", err)
+	}
+	csrLoop := reconcile.New("csr", certsigner.New(certsigner.Deps{
+		CSRs: csrs.Lister(), Client: d.Kube.CertificatesV1().CertificateSigningRequests(), CA: ca,
+		Namespace: cfg.Namespace, Lifetime: cfg.CertLifetime,
+	}), d.Log, metrics)
+	bundle := certsigner.NewBundle(ca, cms.Lister().ConfigMaps(cfg.Namespace), d.Kube.CoreV1().ConfigMaps(cfg.Namespace))
+	bundleLoop := reconcile.New("ca-bundle", bundle, d.Log, metrics)
+	bundleLoop.EnqueueKey(bundle.Key(cfg.Namespace))
+	if _, err := csrs.Informer().AddEventHandler(csrLoop.Handler()); err != nil {
+		return nil, fmt.Errorf("add event handler: %w", err)
+	}
+	if _, err := cms.Informer().AddEventHandler(bundleLoop.Handler()); err != nil {
+		return nil, fmt.Errorf("add event handler: %w", err)
+	}
+	return []*reconcile.Loop{csrLoop, bundleLoop}, nil
 }
 
 // newRecorder starts an event broadcaster to the API server and returns a
@@ -154,6 +193,10 @@ func (s *system) run(ctx context.Context, workers int) error {
 	s.kvFactory.Start(ctx.Done())
 	s.kubeFactory.Start(ctx.Done())
 	s.podFactory.Start(ctx.Done())
+	if s.caFactory != nil {
+		s.caFactory.Start(ctx.Done())
+		defer s.caFactory.Shutdown()
+	}
 	defer s.kvFactory.Shutdown()
 	defer s.kubeFactory.Shutdown()
 	defer s.podFactory.Shutdown()
@@ -186,6 +229,13 @@ func cacheSynced(ctx context.Context, s *system) bool {
 	for _, ok := range s.podFactory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return false
+		}
+	}
+	if s.caFactory != nil {
+		for _, ok := range s.caFactory.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return false
+			}
 		}
 	}
 	return true

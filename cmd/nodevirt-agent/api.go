@@ -2,10 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
+	"time"
 
+	certificatesv1client "k8s.io/client-go/kubernetes/typed/certificates/v1"
+
+	"github.com/nodevirt/nodevirt/cluster/certrotation"
 	"github.com/nodevirt/nodevirt/node/agent"
 	"github.com/nodevirt/nodevirt/node/api"
 )
@@ -14,29 +20,42 @@ import (
 type apiFlags struct {
 	socket  string // root-only unix socket (nodectl); "" disables it
 	tlsAddr string // mutual-TLS listen address; "" disables it
-	caDir   string // the mounted nodevirt-ca Secret
-	node    string
+	// pkiDir keeps the serving key and certificate across restarts
+	// (default: pki/ next to the store).
+	pkiDir string
+	// bundle is the mounted ConfigMap nodevirt-ca-bundle's ca.crt.
+	bundle string
+	// certLifetime is the requested certificate lifetime (0: the signer's).
+	certLifetime time.Duration
+	node         string
 }
 
+// servingFile is the agent's serving key and certificate in the PKI dir.
+const servingFile = "agent-serving.pem"
+
 // serveAPI serves the node API until ctx ends; it returns the first
-// listener error.
-func serveAPI(ctx context.Context, f apiFlags, a *agent.Agent, log *slog.Logger) error {
+// listener error. The TLS port's serving certificate comes from the CSR
+// API (signer nodevirt.io/agent-serving) and is renewed in place.
+func serveAPI(ctx context.Context, f apiFlags, a *agent.Agent, csrs certificatesv1client.CertificateSigningRequestInterface, log *slog.Logger) error {
 	srv, err := api.New(api.DefaultConfig(), api.Deps{Domains: a, Records: a.Records(), Log: log.With("component", "api")})
 	if err != nil {
 		return err
 	}
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	n := 0
 	if f.socket != "" {
 		n++
 		go func() { errc <- srv.ServeUnix(ctx, f.socket) }()
 	}
 	if f.tlsAddr != "" {
-		ca, err := api.LoadCADir(f.caDir)
-		if err != nil {
-			return err
-		}
-		tc, err := api.ServerTLS(ca, f.node, []string{f.node, "localhost", "127.0.0.1"})
+		bundle := certrotation.NewBundle(f.bundle, 0)
+		rot, err := certrotation.New(certrotation.Config{
+			Identity: certrotation.AgentServing(f.node),
+			File:     filepath.Join(f.pkiDir, servingFile),
+			Lifetime: f.certLifetime,
+			Roots:    bundle,
+			Log:      log.With("component", "certrotation"),
+		}, csrs)
 		if err != nil {
 			return err
 		}
@@ -44,9 +63,12 @@ func serveAPI(ctx context.Context, f apiFlags, a *agent.Agent, log *slog.Logger)
 		if err != nil {
 			return fmt.Errorf("node API: %w", err)
 		}
-		n++
-		log.Info("node API listening", "addr", l.Addr().String(), "mtls", true)
-		go func() { errc <- srv.ServeTLS(ctx, l, tc) }()
+		n += 2
+		log.Info("node API listening", "addr", l.Addr().String(), "mtls", true, "bundle", f.bundle, "pki", f.pkiDir)
+		// The rotator returns only when ctx ends; until the first
+		// certificate is issued handshakes fail (VMs are unaffected).
+		go func() { errc <- ignoreCanceled(rot.Run(ctx)) }()
+		go func() { errc <- srv.ServeTLS(ctx, l, api.ServerTLS(rot, bundle, log.With("component", "api"))) }()
 	}
 	for range n {
 		if err := <-errc; err != nil {
@@ -54,4 +76,11 @@ func serveAPI(ctx context.Context, f apiFlags, a *agent.Agent, log *slog.Logger)
 		}
 	}
 	return nil
+}
+
+func ignoreCanceled(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -56,7 +57,9 @@ func run() error {
 	flag.DurationVar(&mf.timeout, "metrics-timeout", 5*time.Second, "deadline of one scrape's VM statistics; a VM slower than that is skipped")
 	flag.StringVar(&af.socket, "api-socket", "/var/lib/nodevirt/agent.sock", "node API unix socket for nodectl (root only); empty disables it")
 	flag.StringVar(&af.tlsAddr, "api-tls-addr", "", "node API mutual-TLS listen address, e.g. :8186; empty disables it")
-	flag.StringVar(&af.caDir, "api-ca-dir", "/etc/nodevirt-ca", "directory of the mounted nodevirt-ca Secret (ca.crt, ca.key)")
+	flag.StringVar(&af.pkiDir, "api-pki-dir", "", "directory keeping the node API serving key and certificate across restarts (default: pki/ next to --db)")
+	flag.StringVar(&af.bundle, "api-ca-bundle", "/etc/nodevirt-ca-bundle/ca.crt", "trust bundle of the node API (the mounted ConfigMap nodevirt-ca-bundle), re-read when it changes")
+	flag.DurationVar(&af.certLifetime, "api-cert-lifetime", 0, "requested lifetime of the serving certificate (≥ 10m; 0: the signer's default)")
 	fc := fileConfig{}
 	flag.Func("soft-reboot-timeout", "how long a soft reboot without a guest agent waits for the guest to shut down (default 50s)",
 		func(s string) error { fc.SoftRebootTimeout = s; return nil })
@@ -133,7 +136,11 @@ func run() error {
 	}
 	if af.socket != "" || af.tlsAddr != "" {
 		af.node = cfg.NodeName
-		run["node API"] = func(ctx context.Context) error { return serveAPI(ctx, af, a, log) }
+		if af.pkiDir == "" {
+			af.pkiDir = filepath.Join(filepath.Dir(*dbPath), "pki")
+		}
+		csrs := kube.CertificatesV1().CertificateSigningRequests()
+		run["node API"] = func(ctx context.Context) error { return serveAPI(ctx, af, a, csrs, log) }
 	}
 	if mf.addr != "" {
 		run["metrics"] = func(ctx context.Context) error {

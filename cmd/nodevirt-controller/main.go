@@ -47,6 +47,8 @@ func run() error {
 	flag.BoolVar(&cfg.Emulation, "use-emulation", cfg.Emulation, "run VMs under TCG emulation (no devices.kubevirt.io/kvm request)")
 	flag.DurationVar(&cfg.HeartbeatThreshold, "heartbeat-threshold", cfg.HeartbeatThreshold, "node heartbeat age after which the node is unresponsive")
 	flag.DurationVar(&cfg.HeartbeatRecheck, "heartbeat-recheck", cfg.HeartbeatRecheck, "how often a stale node is checked again")
+	flag.StringVar(&cfg.CADir, "ca-dir", cfg.CADir, "directory of the mounted nodevirt-ca Secret (ca.crt, ca.key): the leader signs node API certificates with it (empty: no signer)")
+	flag.DurationVar(&cfg.CertLifetime, "cert-lifetime", cfg.CertLifetime, "validity of the node API certificates the signer issues (a CSR's shorter expirationSeconds wins)")
 	qps := flag.Float64("kube-api-qps", 200, "API requests per second of the controllers (leader election has its own client)")
 	burst := flag.Int("kube-api-burst", 400, "API request burst of the controllers")
 	flag.Parse()

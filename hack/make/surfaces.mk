@@ -16,6 +16,6 @@ bench-pause: testenv guest-images agent-deps ## Measure pause/unpause latency at
 	$(GO) test $(GOTEST_FLAGS) -timeout 15m -run 'TestSurfaces_Integration/PauseLatency' -v ./node/agent/
 
 .PHONY: node-ca
-node-ca: ## Write a fresh node API CA as Secret nodevirt-ca to $(OUT)/deploy/nodevirt-ca.yaml (deploy-time step; kubectl apply it once).
+node-ca: ## Write a fresh node API CA as Secret nodevirt-ca to $(OUT)/deploy/nodevirt-ca.yaml (deploy-time step; kubectl apply it once; only nodevirt-controller mounts it).
 	mkdir -p $(OUT)/deploy
 	test -s $(OUT)/deploy/nodevirt-ca.yaml || $(GO) run ./hack/nodeca > $(OUT)/deploy/nodevirt-ca.yaml

@@ -1,8 +1,9 @@
-// Command nodeca creates the nodevirt CA for the node API's mutual TLS and
+// Command nodeca creates the nodevirt CA of the node API's mutual TLS and
 // prints it as the Secret nodevirt-ca (namespace nodevirt) on stdout, for a
-// deploy-time `kubectl apply`. The agent mounts the Secret (--api-ca-dir)
-// and issues its own serving certificate from it; cluster-side clients get
-// client certificates from the same CA.
+// one-time deploy-time `kubectl apply`. Only nodevirt-controller mounts the
+// Secret: its leader signs the agents' serving and nodevirt-api's client
+// certificates through the CSR API and publishes ca.crt as the ConfigMap
+// nodevirt-ca-bundle (cluster/certsigner). Nothing else ever holds ca.key.
 package main
 
 import (
@@ -12,13 +13,14 @@ import (
 	"os"
 	"time"
 
-	"github.com/nodevirt/nodevirt/node/api"
+	"github.com/nodevirt/nodevirt/cluster/certsigner"
 )
 
 func main() {
 	ttl := flag.Duration("ttl", 10*365*24*time.Hour, "CA validity")
+	namespace := flag.String("namespace", "nodevirt", "namespace of the Secret (nodevirt-controller's)")
 	flag.Parse()
-	_, cert, key, err := api.NewCA("nodevirt-ca", *ttl)
+	cert, key, err := certsigner.NewCA("nodevirt-ca", *ttl)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nodeca:", err)
 		os.Exit(1)
@@ -35,5 +37,5 @@ type: Opaque
 data:
   %s: %s
   %s: %s
-`, api.CASecret, api.CANamespace, api.CACertKey, b64(cert), api.CAKeyKey, b64(key))
+`, certsigner.CASecret, *namespace, certsigner.CACertKey, b64(cert), certsigner.CAKeyKey, b64(key))
 }

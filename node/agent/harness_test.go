@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/certrotation/certrotationtest"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
 	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/hack/testenv/apiserver"
@@ -54,7 +55,8 @@ type harness struct {
 	ns       string
 	// Node API: the unix socket, the CA directory and the mTLS address.
 	apiSocket string
-	caDir     string
+	caDir     string // the mounted bundle (ca.crt) and the agent's pki/
+	ca        *certrotationtest.CA
 	tlsAddr   string
 	// metricsAddr is the agent's /metrics endpoint (loopback, free port).
 	metricsAddr string
@@ -90,7 +92,7 @@ func newHarness(t *testing.T) *harness {
 	h.bin, h.root, h.db = filepath.Join(dir, "bin"), filepath.Join(dir, "kubelet"), filepath.Join(dir, "agent.db")
 	h.agentLog = filepath.Join(dir, "agent.log")
 	h.apiSocket, h.caDir = filepath.Join(dir, "agent.sock"), filepath.Join(dir, "ca")
-	h.tlsAddr = writeTestCA(t, h.caDir)
+	h.tlsAddr, h.ca = writeTestCA(t, h.caDir)
 	h.metricsAddr = testenv.FreeLoopbackAddr(t)
 	h.build()
 	if _, err := h.kube.CoreV1().Namespaces().Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}, metav1.CreateOptions{}); err != nil {
@@ -133,7 +135,8 @@ func (h *harness) startAgent(t *testing.T) time.Time {
 	cmd := exec.Command(filepath.Join(h.bin, "nodevirt-agent"),
 		"--kubeconfig", h.env.Kubeconfig, "--node-name", testNode, "--db", h.db,
 		"--kubelet-root", h.root, "--allow-emulation=true", "--log-level=debug",
-		"--api-socket", h.apiSocket, "--api-tls-addr", h.tlsAddr, "--api-ca-dir", h.caDir,
+		"--api-socket", h.apiSocket, "--api-tls-addr", h.tlsAddr,
+		"--api-ca-bundle", filepath.Join(h.caDir, "ca.crt"), "--api-pki-dir", filepath.Join(h.caDir, "pki"),
 		"--metrics-addr", h.metricsAddr,
 		// No kubelet here; another test's kubelet on this host must not
 		// see our device plugins.

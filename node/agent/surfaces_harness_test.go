@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,31 +17,30 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/nodevirt/nodevirt/cluster/certrotation"
+	"github.com/nodevirt/nodevirt/cluster/certrotation/certrotationtest"
 	"github.com/nodevirt/nodevirt/node/api"
 )
 
-// writeTestCA writes a fresh nodevirt CA (the mounted Secret) into dir and
-// returns a free loopback address for the agent's mTLS listener.
-func writeTestCA(t *testing.T, dir string) string {
+// writeTestCA plays nodevirt-controller's signer and the kubelet: a fresh
+// CA's certificate as the mounted bundle dir/ca.crt, and a serving
+// certificate of testNode already in the agent's dir/pki (as a restarted
+// agent finds it), so the agent needs no CSR. It returns a free loopback
+// address for the agent's mTLS listener and the CA, for client
+// certificates.
+func writeTestCA(t *testing.T, dir string) (string, *certrotationtest.CA) {
 	t.Helper()
-	_, c, k, err := api.NewCA("nodevirt-test-ca", time.Hour)
-	if err != nil {
+	ca := certrotationtest.NewCA(t, "nodevirt-test-ca")
+	ca.WriteBundle(t, filepath.Join(dir, "ca.crt"))
+	if err := certrotation.WriteFile(filepath.Join(dir, "pki", "agent-serving.pem"), ca.AgentServing(t, testNode)); err != nil {
 		t.Fatal(err)
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for name, b := range map[string][]byte{api.CACertKey: c, api.CAKeyKey: k} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	return l.Addr().String()
+	return l.Addr().String(), ca
 }
 
 // apiHTTP is an HTTP client of the agent's unix socket.

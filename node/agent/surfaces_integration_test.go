@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"net/http"
 	"os/exec"
@@ -16,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/certrotation"
+	"github.com/nodevirt/nodevirt/cluster/certrotation/certrotationtest"
 	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/node/api"
 	"github.com/nodevirt/nodevirt/node/podfs"
@@ -211,15 +214,9 @@ func TestSurfaces_Integration(t *testing.T) {
 	})
 
 	t.Run("MutualTLS", func(t *testing.T) {
-		ca, err := api.LoadCADir(h.caDir)
-		if err != nil {
-			t.Fatal(err)
-		}
 		path := v.vmiPath("guestosinfo")
-		good, err := api.ClientTLS(ca, "proxy")
-		if err != nil {
-			t.Fatal(err)
-		}
+		roots := certrotation.StaticRoots{P: h.ca.Pool()}
+		good := api.ClientTLS(certrotationtest.Static{Cert: h.ca.APIClient(t)}, roots, testNode)
 		// 409 means the handshake passed but the guest agent is not
 		// (re)connected yet on a loaded machine; wait for it.
 		code, err := h.tlsGet(good, path)
@@ -228,21 +225,18 @@ func TestSurfaces_Integration(t *testing.T) {
 			code, err = h.tlsGet(good, path)
 		}
 		if err != nil || code != http.StatusOK {
-			t.Errorf("client with a valid certificate: %d, %v", code, err)
+			t.Errorf("nodevirt-api's certificate: %d, %v", code, err)
 		}
-		noCert := &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS13}
+		noCert := &tls.Config{RootCAs: h.ca.Pool(), ServerName: testNode, MinVersion: tls.VersionTLS13}
 		if code, err := h.tlsGet(noCert, path); err == nil {
 			t.Errorf("client without a certificate got %d, want the handshake refused", code)
 		}
-		other, _, _, err := api.NewCA("other", time.Hour)
-		if err != nil {
-			t.Fatal(err)
+		proxy := api.ClientTLS(certrotationtest.Static{Cert: h.ca.Issue(t, "proxy", nil, x509.ExtKeyUsageClientAuth, time.Hour)}, roots, testNode)
+		if code, err := h.tlsGet(proxy, path); err == nil {
+			t.Errorf("client certificate of the CA with CN proxy got %d, want the handshake refused", code)
 		}
-		foreign, err := api.ClientTLS(other, "intruder")
-		if err != nil {
-			t.Fatal(err)
-		}
-		foreign.RootCAs = ca.Pool()
+		other := certrotationtest.NewCA(t, "other")
+		foreign := api.ClientTLS(certrotationtest.Static{Cert: other.APIClient(t)}, roots, testNode)
 		if code, err := h.tlsGet(foreign, path); err == nil {
 			t.Errorf("client with a foreign certificate got %d, want the handshake refused", code)
 		}

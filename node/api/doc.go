@@ -4,7 +4,7 @@
 // Two listeners, one handler tree each:
 //
 //	unix socket (root only, mode 0600)    Public routes + Debug routes
-//	TLS port (mutual TLS, nodevirt CA)    Public routes only
+//	TLS port (mutual TLS, nodevirt-api)   Public routes only (tls.go)
 //
 // Public routes (virt-handler's shapes, {ns}/{name} of the VMI):
 //

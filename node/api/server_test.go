@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -196,52 +195,6 @@ func TestClient_Debug(t *testing.T) {
 	}
 	if _, err := c.QMP(ctx, "ns/vm", api.Command{Execute: "query-status"}); !errors.As(err, &ae) || ae.Code != http.StatusConflict {
 		t.Errorf("QMP(not running) = %v, want a 409", err)
-	}
-}
-
-func TestServeTLS_RequiresClientCertificate(t *testing.T) {
-	e := newEnv(t, live)
-	ca, _, _, err := api.NewCA("test-ca", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stc, err := api.ServerTLS(ca, "node1", []string{"127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.srv.ServeTLS(ctx, l, stc) }()
-	defer func() { cancel(); <-done }()
-
-	get := func(tc *tls.Config) (int, error) {
-		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
-		resp, err := c.Get("https://" + l.Addr().String() + "/v1/namespaces/ns/virtualmachineinstances/vm/guestosinfo")
-		if err != nil {
-			return 0, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode, nil
-	}
-	good, err := api.ClientTLS(ca, "proxy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code, err := get(good); err != nil || code != http.StatusConflict {
-		t.Errorf("valid client: %d, %v; want 409 (no guest agent)", code, err)
-	}
-	if _, err := get(&tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS13}); err == nil {
-		t.Errorf("client without a certificate was served")
-	}
-	other, _, _, _ := api.NewCA("other", time.Hour)
-	bad, _ := api.ClientTLS(other, "intruder")
-	bad.RootCAs = ca.Pool()
-	if _, err := get(bad); err == nil {
-		t.Errorf("client with a certificate of another CA was served")
 	}
 }
 

@@ -1,167 +1,122 @@
 package api
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
-	"time"
+	"log/slog"
+
+	"github.com/nodevirt/nodevirt/cluster/certrotation"
 )
 
-// The nodevirt CA lives in Secret CASecret of namespace CANamespace, with
-// the PEM certificate under CACertKey and the PEM PKCS#8 key under CAKeyKey.
-// The agent gets it mounted (LoadCADir) and issues its own serving
-// certificate at start; cluster-side clients present certificates issued
-// by the same CA.
-const (
-	CASecret    = "nodevirt-ca"
-	CANamespace = "nodevirt"
-	CACertKey   = "ca.crt"
-	CAKeyKey    = "ca.key"
-)
+// The node API's TLS port is mutual TLS in both directions against the
+// trust bundle (ConfigMap nodevirt-ca-bundle, mounted; see
+// cluster/certrotation): the agent serves its own serving certificate
+// (signer nodevirt.io/agent-serving, DNS SAN = node name) and serves only
+// a client whose certificate chains to the bundle with subject CN exactly
+// ClientName (nodevirt-api's, signer nodevirt.io/api-client). Both sides
+// take their certificate from a certrotation.Rotator and the roots from a
+// certrotation.Bundle at every handshake, so rotation needs no restart.
 
-// CA signs the node API's serving and client certificates.
-type CA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
+// ClientName is the only client identity the node API's TLS port serves.
+const ClientName = certrotation.APIClientName
+
+// ErrUnauthorizedClient is a client certificate that chains to the bundle
+// but is not nodevirt-api's.
+var ErrUnauthorizedClient = errors.New("client is not " + ClientName)
+
+// ServingCertificates gives the agent's current serving certificate
+// (certrotation.Rotator).
+type ServingCertificates interface {
+	GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
 }
 
-// NewCA creates a CA valid for ttl and returns it with its PEM encoding.
-func NewCA(name string, ttl time.Duration) (ca *CA, certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("CA %s: %w", name, err)
-	}
-	tmpl := template(name, ttl)
-	tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
-	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("CA %s: %w", name, err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("CA %s: %w", name, err)
-	}
-	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
-	ca, err = LoadCA(certPEM, keyPEM)
-	return ca, certPEM, keyPEM, err
+// ClientCertificates gives nodevirt-api's current client certificate
+// (certrotation.Rotator).
+type ClientCertificates interface {
+	GetClientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error)
 }
 
-// LoadCADir loads the CA from the files CACertKey and CAKeyKey in dir (the
-// mounted Secret).
-func LoadCADir(dir string) (*CA, error) {
-	c, err := os.ReadFile(filepath.Join(dir, CACertKey))
-	if err != nil {
-		return nil, fmt.Errorf("load CA: %w", err)
-	}
-	k, err := os.ReadFile(filepath.Join(dir, CAKeyKey))
-	if err != nil {
-		return nil, fmt.Errorf("load CA: %w", err)
-	}
-	return LoadCA(c, k)
-}
-
-// LoadCA parses a PEM certificate and PEM PKCS#8 ECDSA key.
-func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
-	cb, _ := pem.Decode(certPEM)
-	kb, _ := pem.Decode(keyPEM)
-	if cb == nil || kb == nil {
-		return nil, errors.New("load CA: no PEM block")
-	}
-	cert, err := x509.ParseCertificate(cb.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("load CA: %w", err)
-	}
-	k, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("load CA: %w", err)
-	}
-	key, ok := k.(*ecdsa.PrivateKey)
-	if !ok || !cert.IsCA {
-		return nil, errors.New("load CA: want an ECDSA CA certificate and key")
-	}
-	return &CA{cert: cert, key: key}, nil
-}
-
-// Pool is a certificate pool holding the CA.
-func (ca *CA) Pool() *x509.CertPool {
-	p := x509.NewCertPool()
-	p.AddCert(ca.cert)
-	return p
-}
-
-// Issue signs a leaf certificate for name, valid for ttl: a server
-// certificate for hosts (DNS names or IPs), or a client certificate when
-// hosts is empty.
-func (ca *CA) Issue(name string, hosts []string, ttl time.Duration) (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("issue %s: %w", name, err)
-	}
-	tmpl := template(name, ttl)
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	if len(hosts) > 0 {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("issue %s: %w", name, err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
-}
-
-// ServerTLS is the TLS config of the node API port: a serving certificate
-// for hosts issued now, and client certificates required and verified
-// against the CA (mutual TLS).
-func ServerTLS(ca *CA, node string, hosts []string) (*tls.Config, error) {
-	cert, err := ca.Issue(node, hosts, 365*24*time.Hour)
-	if err != nil {
-		return nil, err
+// ServerTLS is the TLS config of the agent's node API port: its serving
+// certificate from certs; a client certificate required, verified
+// against roots' current pool for client auth, with subject CN exactly
+// ClientName. Refused clients are logged at Warn with the reason.
+func ServerTLS(certs ServingCertificates, roots certrotation.Roots, log *slog.Logger) *tls.Config {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    ca.Pool(),
-	}, nil
+		MinVersion:     tls.VersionTLS13,
+		GetCertificate: certs.GetCertificate,
+		// Asked for, then required and verified by hand below against the
+		// bundle of this handshake, so that every refusal is logged.
+		ClientAuth: tls.RequestClientCert,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			err := authorizeClient(cs, roots)
+			if err != nil {
+				attrs := []any{"err", err}
+				if len(cs.PeerCertificates) > 0 {
+					leaf := cs.PeerCertificates[0]
+					attrs = append(attrs, "subject", leaf.Subject.String(), "issuer", leaf.Issuer.String(), "serial", leaf.SerialNumber.String())
+				}
+				log.Warn("node API: refused a TLS client", attrs...)
+			}
+			return err
+		},
+	}
 }
 
-// ClientTLS is a client's TLS config: a client certificate for name and
-// the CA as the only root.
-func ClientTLS(ca *CA, name string) (*tls.Config, error) {
-	cert, err := ca.Issue(name, nil, 24*time.Hour)
+// authorizeClient verifies the client chain against roots and wants
+// ClientName.
+func authorizeClient(cs tls.ConnectionState, roots certrotation.Roots) error {
+	leaf, err := verifyChain(cs, roots, "", x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return err
+	}
+	if leaf.Subject.CommonName != ClientName {
+		return fmt.Errorf("%w: subject CN %q", ErrUnauthorizedClient, leaf.Subject.CommonName)
+	}
+	return nil
+}
+
+// ClientTLS is the TLS config nodevirt-api dials node's agent with: its
+// client certificate from certs, and the agent's serving certificate
+// verified against roots' current pool for server auth and DNS name node.
+// Build one per node (ServerName is the node name).
+func ClientTLS(certs ClientCertificates, roots certrotation.Roots, node string) *tls.Config {
+	return &tls.Config{
+		MinVersion:           tls.VersionTLS13,
+		ServerName:           node,
+		GetClientCertificate: certs.GetClientCertificate,
+		// The standard verification reads a fixed RootCAs; the bundle can
+		// change under a long-lived transport, so VerifyConnection checks
+		// the chain against the current pool instead.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			_, err := verifyChain(cs, roots, node, x509.ExtKeyUsageServerAuth)
+			return err
+		},
+	}
+}
+
+// verifyChain verifies the peer's chain against roots' current pool for
+// usage (and DNS name dns, if set) and returns the leaf.
+func verifyChain(cs tls.ConnectionState, roots certrotation.Roots, dns string, usage x509.ExtKeyUsage) (*x509.Certificate, error) {
+	if len(cs.PeerCertificates) == 0 {
+		return nil, errors.New("no certificate presented")
+	}
+	pool, err := roots.Pool()
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}, RootCAs: ca.Pool()}, nil
-}
-
-func template(name string, ttl time.Duration) *x509.Certificate {
-	serial, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	now := time.Now()
-	return &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: name, Organization: []string{"nodevirt"}},
-		NotBefore:    now.Add(-time.Minute),
-		NotAfter:     now.Add(ttl),
+	inter := x509.NewCertPool()
+	for _, c := range cs.PeerCertificates[1:] {
+		inter.AddCert(c)
 	}
+	leaf := cs.PeerCertificates[0]
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, DNSName: dns, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
+		return nil, fmt.Errorf("peer certificate %q: %w", leaf.Subject.CommonName, err)
+	}
+	return leaf, nil
 }
