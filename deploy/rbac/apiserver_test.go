@@ -2,8 +2,10 @@ package rbac_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/hack/testenv/apiserver"
 )
 
@@ -51,12 +54,14 @@ func TestRoles_APIServer(t *testing.T) {
 		t.Run(role, func(t *testing.T) {
 			user := "user-" + strings.NewReplacer(":", "-", ".", "-").Replace(role)
 			if role == "kubevirt.io:default" {
+				awaitGrant(ctx, t, kube, user, "", accesses)
 				for _, a := range accesses {
 					checkAccess(ctx, t, kube, user, "", a, a.want)
 				}
 				return
 			}
 			bindInNamespace(ctx, t, kube, mine, role, user)
+			awaitGrant(ctx, t, kube, user, mine, accesses)
 			for _, a := range accesses {
 				checkAccess(ctx, t, kube, user, mine, a, a.want)
 				checkAccess(ctx, t, kube, user, theirs, a, false)
@@ -77,10 +82,26 @@ func bindInNamespace(ctx context.Context, t *testing.T, kube kubernetes.Interfac
 	}
 }
 
-// checkAccess asks the API server whether user (an authenticated user) may
-// do a in namespace ns ("" for cluster-wide).
-func checkAccess(ctx context.Context, t *testing.T, kube kubernetes.Interface, user, ns string, a access, want bool) {
+// awaitGrant waits until the API server's RBAC authorizer, which reads
+// roles and bindings from its informers, grants user the first access
+// expected to be allowed: a binding takes effect a moment after it is
+// created.
+func awaitGrant(ctx context.Context, t *testing.T, kube kubernetes.Interface, user, ns string, accesses []access) {
 	t.Helper()
+	for _, a := range accesses {
+		if !a.want {
+			continue
+		}
+		testenv.Eventually(t, 30*time.Second, "RBAC grants "+user+" "+a.String(), func() (bool, error) {
+			return allowed(ctx, kube, user, ns, a)
+		})
+		return
+	}
+}
+
+// allowed asks the API server whether user (an authenticated user) may do
+// a in namespace ns ("" for cluster-wide).
+func allowed(ctx context.Context, kube kubernetes.Interface, user, ns string, a access) (bool, error) {
 	resource, subresource := a.subresource()
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User:   user,
@@ -91,14 +112,25 @@ func checkAccess(ctx context.Context, t *testing.T, kube kubernetes.Interface, u
 	}}
 	got, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("SubjectAccessReview %s: %v", a, err)
+		return false, fmt.Errorf("SubjectAccessReview %s: %w", a, err)
 	}
-	if got.Status.Allowed != want {
+	return got.Status.Allowed, nil
+}
+
+// checkAccess asks the API server whether user (an authenticated user) may
+// do a in namespace ns ("" for cluster-wide).
+func checkAccess(ctx context.Context, t *testing.T, kube kubernetes.Interface, user, ns string, a access, want bool) {
+	t.Helper()
+	got, err := allowed(ctx, kube, user, ns, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
 		where := "cluster-wide"
 		if ns != "" {
 			where = "in namespace " + ns
 		}
-		t.Errorf("%s %s: allowed = %v, want %v (%s)", a, where, got.Status.Allowed, want, got.Status.Reason)
+		t.Errorf("%s %s: allowed = %v, want %v", a, where, got, want)
 	}
 }
 
