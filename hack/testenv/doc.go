@@ -11,6 +11,10 @@
 //     under CI=true: the inner loop needs no root, QEMU or cluster.
 //   - [RepoRoot], [OutDir] and [FreeLoopbackAddr] locate build output and
 //     pick ports.
+//   - [Virtctl] and [KubeVirtExamples] give tests the KubeVirt release
+//     pinned in hack/tools/virtctl: its virtctl binary (built by `make
+//     virtctl` when missing) and its published examples/ in the Go module
+//     cache, read in place.
 //
 // This package imports only the standard library, so the tests of qmp,
 // netsetup and store (which import nothing of nodevirt's) can use it
@@ -18,5 +22,6 @@
 // which does need client-go, is the subpackage testenv/apiserver.
 //
 // Helpers that can fail the test (Eventually, Require, RequireFiles,
-// FreeLoopbackAddr) call t.Fatal and so must run on the test's goroutine.
+// FreeLoopbackAddr, Virtctl, KubeVirtExamples) call t.Fatal and so must run
+// on the test's goroutine.
 package testenv

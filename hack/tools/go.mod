@@ -1,6 +1,8 @@
 // Module tools pins the code generators and linters nodevirt uses. It is separate
 // from the main module so their dependencies never reach nodevirt's own go.mod.
 // Run them with `go tool -modfile=hack/tools/go.mod <name>` (see the Makefile).
+// KubeVirt's virtctl has a module of its own, hack/tools/virtctl: its
+// Kubernetes v0.32 dependencies would clash with the generators here.
 module github.com/nodevirt/nodevirt/hack/tools
 
 go 1.25.0
