@@ -60,6 +60,7 @@ type extra struct {
 // extras in the order they run.
 var extras = []extra{
 	{10, "PrometheusScrape", testPrometheusScrape},
+	{15, "Virtctl", testVirtctl},
 }
 
 // suite is what every scenario shares: the cluster, its clients and the
