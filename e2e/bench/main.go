@@ -43,8 +43,8 @@ func (s Settings) String() string {
 	for i, n := range s.OverheadAt {
 		at[i] = strconv.Itoa(n)
 	}
-	return fmt.Sprintf("scenarios %s; single runs %d; pause cycles %d; burst %d VMIs %v apart; overhead at %s/%d VMs; controller %d VMIs",
-		strings.Join(s.Scenarios, ","), s.SingleRuns, s.PauseCycles, s.Burst, s.BurstInterval, strings.Join(at, "/"), s.Burst, s.ControllerVMIs)
+	return fmt.Sprintf("scenarios %s; single runs %d; pause cycles %d; virtctl cycles %d; burst %d VMIs %v apart; overhead at %s/%d VMs; controller %d VMIs",
+		strings.Join(s.Scenarios, ","), s.SingleRuns, s.PauseCycles, s.VirtctlCycles, s.Burst, s.BurstInterval, strings.Join(at, "/"), s.Burst, s.ControllerVMIs)
 }
 
 // Validate checks the settings, naming the flag of a bad one.
@@ -63,6 +63,9 @@ func (s Settings) Validate() error {
 	}
 	if s.PauseCycles < 1 {
 		errs = append(errs, fmt.Errorf("-pause-cycles %d: want at least 1", s.PauseCycles))
+	}
+	if s.VirtctlCycles < 1 {
+		errs = append(errs, fmt.Errorf("-virtctl-cycles %d: want at least 1", s.VirtctlCycles))
 	}
 	if s.Burst < 1 {
 		errs = append(errs, fmt.Errorf("-burst %d: want at least 1", s.Burst))
