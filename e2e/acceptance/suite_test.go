@@ -46,6 +46,9 @@ var scenarios = []scenario{
 	{14, "Nodectl", testNodectl},
 	{13, "Heartbeat", testHeartbeat},
 	{4, "Masquerade", testMasquerade},
+	// After every scenario that restarts the agent: its idle console must
+	// stay open for ten minutes.
+	{16, "Virtctl", testVirtctl},
 }
 
 // extra is a cluster check outside the numbered acceptance list (an issue's
@@ -60,7 +63,6 @@ type extra struct {
 // extras in the order they run.
 var extras = []extra{
 	{10, "PrometheusScrape", testPrometheusScrape},
-	{15, "Virtctl", testVirtctl},
 }
 
 // suite is what every scenario shares: the cluster, its clients and the

@@ -26,7 +26,7 @@ import (
 	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
-// The issue 15 check drives KubeVirt's own virtctl (v1.6.0, built from the
+// Scenario 16 (issue 15) drives KubeVirt's own virtctl (v1.6.0, built from the
 // pinned module in hack/tools/virtctl) against nodevirt-api as a
 // ServiceAccount that holds kubevirt.io:edit in the suite's namespace only.
 const (
@@ -111,9 +111,10 @@ func (v virtctl) start(t *testing.T, args ...string) *session {
 	return p
 }
 
-// testVirtctl is issue 15's acceptance: every virtctl verb works in the
-// user's namespace, is refused with 403 in another, and an unauthenticated
-// request gets 401.
+// Scenario 16: every virtctl verb works in the user's namespace, is refused
+// with 403 in another, an unauthenticated request gets 401, and an idle
+// console stays open for ten minutes (NODEVIRT_E2E_IDLE overrides that
+// for local runs).
 func testVirtctl(t *testing.T, s *suite) {
 	bin := testenv.Virtctl(t)
 	token := s.editUser(t)
@@ -143,7 +144,7 @@ func testVirtctl(t *testing.T, s *suite) {
 	t.Run("unauthenticated", func(t *testing.T) { testVirtctlUnauthenticated(t, s, vc) })
 
 	t.Run("idle", func(t *testing.T) {
-		idleFor := envDuration(t, "NODEVIRT_E2E_IDLE", 3*time.Minute)
+		idleFor := envDuration(t, "NODEVIRT_E2E_IDLE", 10*time.Minute)
 		if d := idleFor - time.Since(idleSince); d > 0 {
 			t.Logf("keeping the console idle %v more", d.Round(time.Second))
 			time.Sleep(d)
@@ -373,6 +374,26 @@ func testVirtctlPortForward(t *testing.T, vc virtctl, vmi *v1.VirtualMachineInst
 }
 
 func testVirtctlLifecycle(t *testing.T, s *suite, vc virtctl, vmi *v1.VirtualMachineInstance) {
+	// expand-spec: no instancetype, the VM as it is.
+	if out := vc.must(t, "expand", "--vm", vmi.Name); !strings.Contains(out, "name: "+vmi.Name) {
+		t.Errorf("virtctl expand: %s", out)
+	}
+
+	// soft-reboot through the guest agent: the guest boots again in the
+	// same QEMU (a second ready marker on the same serial log).
+	pod := s.launcherPod(t, vmi)
+	vc.must(t, "soft-reboot", vmi.Name)
+	testenv.Eventually(t, 90*time.Second, "a second boot after soft-reboot", func() error {
+		b, err := os.ReadFile(s.serialLog(t, pod))
+		if err != nil {
+			return err
+		}
+		if n := strings.Count(string(b), "NODEVIRT-GUEST-READY"); n < 2 {
+			return fmt.Errorf("%d ready markers:\n%s", n, tail(string(b), 20))
+		}
+		return nil
+	})
+
 	// Always and already running: KubeVirt refuses start with a conflict.
 	if out, err := vc.run(t.Context(), "start", vmi.Name); err == nil || !strings.Contains(out, "Always does not support manual start requests") {
 		t.Errorf("start of a running Always VM: %v: %s", err, out)
