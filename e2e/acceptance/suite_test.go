@@ -46,6 +46,9 @@ var scenarios = []scenario{
 	{14, "Nodectl", testNodectl},
 	{13, "Heartbeat", testHeartbeat},
 	{4, "Masquerade", testMasquerade},
+	// After every scenario that restarts the agent: its idle console must
+	// stay open for ten minutes.
+	{16, "Virtctl", testVirtctl},
 }
 
 // extra is a cluster check outside the numbered acceptance list (an issue's

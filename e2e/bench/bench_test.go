@@ -23,6 +23,7 @@ func TestBenchSmoke(t *testing.T) {
 		Scenarios:      allScenarios,
 		SingleRuns:     1,
 		PauseCycles:    3,
+		VirtctlCycles:  3,
 		Burst:          3,
 		BurstInterval:  100 * time.Millisecond,
 		OverheadAt:     []int{1},

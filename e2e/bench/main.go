@@ -22,7 +22,7 @@ import (
 )
 
 // allScenarios in run order.
-var allScenarios = []string{"overhead", "single", "pause", "burst", "restart", "controller"}
+var allScenarios = []string{"overhead", "single", "pause", "virtctl", "burst", "restart", "controller"}
 
 var getOpts = metav1.GetOptions{}
 
@@ -31,6 +31,7 @@ type Settings struct {
 	Scenarios      []string      `json:"scenarios"`
 	SingleRuns     int           `json:"singleRuns"`
 	PauseCycles    int           `json:"pauseCycles"`
+	VirtctlCycles  int           `json:"virtctlCycles"`
 	Burst          int           `json:"burst"`
 	BurstInterval  time.Duration `json:"burstInterval"`
 	OverheadAt     []int         `json:"overheadAt"`
@@ -42,8 +43,8 @@ func (s Settings) String() string {
 	for i, n := range s.OverheadAt {
 		at[i] = strconv.Itoa(n)
 	}
-	return fmt.Sprintf("scenarios %s; single runs %d; pause cycles %d; burst %d VMIs %v apart; overhead at %s/%d VMs; controller %d VMIs",
-		strings.Join(s.Scenarios, ","), s.SingleRuns, s.PauseCycles, s.Burst, s.BurstInterval, strings.Join(at, "/"), s.Burst, s.ControllerVMIs)
+	return fmt.Sprintf("scenarios %s; single runs %d; pause cycles %d; virtctl cycles %d; burst %d VMIs %v apart; overhead at %s/%d VMs; controller %d VMIs",
+		strings.Join(s.Scenarios, ","), s.SingleRuns, s.PauseCycles, s.VirtctlCycles, s.Burst, s.BurstInterval, strings.Join(at, "/"), s.Burst, s.ControllerVMIs)
 }
 
 // Validate checks the settings, naming the flag of a bad one.
@@ -62,6 +63,9 @@ func (s Settings) Validate() error {
 	}
 	if s.PauseCycles < 1 {
 		errs = append(errs, fmt.Errorf("-pause-cycles %d: want at least 1", s.PauseCycles))
+	}
+	if s.VirtctlCycles < 1 {
+		errs = append(errs, fmt.Errorf("-virtctl-cycles %d: want at least 1", s.VirtctlCycles))
 	}
 	if s.Burst < 1 {
 		errs = append(errs, fmt.Errorf("-burst %d: want at least 1", s.Burst))
@@ -94,6 +98,7 @@ func run() error {
 	only := flag.String("only", strings.Join(allScenarios, ","), "comma-separated scenarios to run: "+strings.Join(allScenarios, ","))
 	flag.IntVar(&s.SingleRuns, "single-runs", 5, "VMIs the single scenario boots one after another")
 	flag.IntVar(&s.PauseCycles, "pause-cycles", 200, "pause/unpause cycles")
+	flag.IntVar(&s.VirtctlCycles, "virtctl-cycles", 100, "pause/unpause cycles through virtctl and the aggregated API")
 	flag.IntVar(&s.Burst, "burst", 100, "VMIs of the burst (also the overhead's largest count and the restart's VMs)")
 	flag.DurationVar(&s.BurstInterval, "burst-interval", 100*time.Millisecond, "time between the burst's creations")
 	overheadAt := flag.String("overhead-at", "1,20", "VM counts to measure overhead at before the burst (then again at the burst's count)")
@@ -215,7 +220,7 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 			return err
 		}
 	}
-	if s.has("single") || s.has("pause") {
+	if s.has("single") || s.has("pause") || s.has("virtctl") {
 		runs := s.SingleRuns
 		if !s.has("single") {
 			runs = 1
@@ -227,6 +232,11 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 		if s.has("pause") {
 			if err := runPause(ctx, e, r, name, s.PauseCycles); err != nil {
 				return fmt.Errorf("pause: %w", err)
+			}
+		}
+		if s.has("virtctl") {
+			if err := runVirtctl(ctx, e, r, name, s.VirtctlCycles); err != nil {
+				return fmt.Errorf("virtctl: %w", err)
 			}
 		}
 		if err := cleanUp(); err != nil {
