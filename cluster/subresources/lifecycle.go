@@ -3,8 +3,8 @@ package subresources
 import (
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 )

@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"strconv"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 )
