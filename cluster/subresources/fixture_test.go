@@ -168,7 +168,11 @@ type fixture struct {
 
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
-	agent := startFakeAgent(t, time.Hour)
+	return newFixtureWithAgent(t, startFakeAgent(t, time.Hour), objs...)
+}
+
+func newFixtureWithAgent(t *testing.T, agent *fakeAgent, objs ...runtime.Object) *fixture {
+	t.Helper()
 	f := &fixture{kv: fake.NewSimpleClientset(objs...), kube: kubefake.NewClientset(), agent: agent}
 	h, err := New(Config{AgentPort: agent.port, Version: VersionInfo{GitVersion: "v-test"}}, Deps{
 		KubeVirt:  f.kv,

@@ -93,11 +93,7 @@ func NewServer(o *Options, h http.Handler) (*Server, error) {
 	if err := o.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
 		return nil, fmt.Errorf("serving certificate: %w", err)
 	}
-	scheme := runtime.NewScheme()
-	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
-	cfg := genericapiserver.NewConfig(serializer.NewCodecFactory(scheme))
-	cfg.EffectiveVersion = compatibility.NewEffectiveVersionFromString("1.34", "", "")
-	cfg.LongRunningFunc = longRunning
+	cfg := newConfig()
 	if err := o.SecureServing.ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
 		return nil, fmt.Errorf("secure serving: %w", err)
 	}
@@ -108,6 +104,18 @@ func NewServer(o *Options, h http.Handler) (*Server, error) {
 		return nil, fmt.Errorf("delegated authorization: %w", err)
 	}
 	return newServer(cfg, h)
+}
+
+// newConfig is the generic server configuration without serving and
+// authentication: metav1 types only (Status, discovery), stream requests
+// long-running.
+func newConfig() *genericapiserver.Config {
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	cfg := genericapiserver.NewConfig(serializer.NewCodecFactory(scheme))
+	cfg.EffectiveVersion = compatibility.NewEffectiveVersionFromString("1.34", "", "")
+	cfg.LongRunningFunc = longRunning
+	return cfg
 }
 
 func newServer(cfg *genericapiserver.Config, h http.Handler) (*Server, error) {
