@@ -253,6 +253,15 @@ func TestIntegration_Lifecycle(t *testing.T) {
 		wantCode(t, "pause of an unknown VMI", code, body, http.StatusNotFound)
 	})
 
+	t.Run("Healthz", func(t *testing.T) {
+		req := httptest.NewRequest(http.MethodGet, "/apis/subresources.kubevirt.io/v1/healthz", nil)
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, req)
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"connectivity":"ok"`) {
+			t.Errorf("healthz: %d %s", rec.Code, rec.Body)
+		}
+	})
+
 	t.Run("ExpandSpec", func(t *testing.T) {
 		f.createVM(t, "expandme", v1.RunStrategyHalted)
 		req := httptest.NewRequest(http.MethodGet, base+"virtualmachines/expandme/expand-spec", nil)

@@ -47,7 +47,6 @@ func opsJSON(t *testing.T, p plan) []string {
 // wantErr checks err is an API error with code and message.
 func wantErr(t *testing.T, err error, code int, msg string) {
 	t.Helper()
-	var st apierrors.APIStatus
 	if err == nil {
 		t.Fatalf("err = nil, want %d %q", code, msg)
 	}

@@ -22,6 +22,7 @@ const (
 	msgVMIAlreadyPaused = "VMI is already paused"
 	msgNoGuestAgent     = "VMI does not have guest agent connected"
 	msgUnderway         = "unable to complete request: stop/start already underway"
+	msgLivenessPause    = "Pausing VMIs with LivenessProbe is currently not supported"
 )
 
 // The group-resources KubeVirt names in its errors (singular, group

@@ -1,6 +1,7 @@
 package subresources
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -152,7 +153,8 @@ func validatePause(vmi *v1.VirtualMachineInstance) error {
 	case !isRunning(vmi):
 		return conflictVMI(vmi.Name, msgVMNotRunning)
 	case vmi.Spec.LivenessProbe != nil:
-		return apierrors.NewForbidden(grVMI, vmi.Name, fmt.Errorf("Pausing VMIs with LivenessProbe is currently not supported"))
+		//lint:ignore ST1005 virt-api's message, verbatim
+		return apierrors.NewForbidden(grVMI, vmi.Name, errors.New(msgLivenessPause))
 	case hasCondition(vmi, v1.VirtualMachineInstancePaused):
 		return conflictVMI(vmi.Name, msgVMIAlreadyPaused)
 	}
