@@ -109,6 +109,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // routes registers every route under base (/apis/{group}/{version}).
 func (h *Handler) routes(base string) {
 	m := h.mux
+	m.HandleFunc("GET "+base, h.resourceList(base))
 	m.HandleFunc("GET "+base+"/{$}", h.resourceList(base))
 	m.HandleFunc("GET "+base+"/version", h.version)
 	m.HandleFunc("GET "+base+"/healthz", h.healthz)

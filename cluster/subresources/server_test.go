@@ -171,6 +171,7 @@ func TestServer_AuthorizationAttributes(t *testing.T) {
 // served through the generic server.
 func TestServer_Discovery(t *testing.T) {
 	sf := startServer(t, newFixture(t), time.Minute)
+	sf.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	for _, p := range []string{"/apis", "/apis/subresources.kubevirt.io", "/apis/subresources.kubevirt.io/v1", "/apis/subresources.kubevirt.io/v1alpha3/version"} {
 		resp, err := sf.client.Get(sf.url + p)
 		if err != nil {
