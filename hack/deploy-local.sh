@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Deploy nodevirt from deploy/local onto the running local cluster
 # (make cluster-up) and wait until it can run VMs: the controller and every
-# agent are ready and every node is schedulable for VMs (heartbeat label and
-# the devices.kubevirt.io/tun device plugin resource).
+# agent are ready, every node is schedulable for VMs (heartbeat label and
+# the devices.kubevirt.io/tun device plugin resource) and nodevirt-api's
+# APIServices (subresources.kubevirt.io) are Available.
 #
 # deploy/local names the cluster's nodes directory by the placeholder
 # /CLUSTER_DIR/nodes (an absolute host path known only at deploy time); this
@@ -28,19 +29,51 @@ if ! kubectl -n nodevirt get secret nodevirt-ca >/dev/null 2>&1; then
 	(cd "$REPO_ROOT" && go run ./hack/nodeca) | kubectl apply -f - >/dev/null
 fi
 
+# nodevirt-api's serving certificate, from a CA of its own whose ca.crt is
+# the APIServices' caBundle (patched in below), made once per cluster.
+if ! kubectl -n nodevirt get secret nodevirt-api-serving >/dev/null 2>&1; then
+	log "creating nodevirt-api's serving certificate (Secret nodevirt-api-serving)"
+	(cd "$REPO_ROOT" && go run ./hack/apicert serving) | kubectl apply -f - >/dev/null
+fi
+# Interim, until nodevirt-api requests its client certificate through the
+# CSR API and the controller's signer publishes ConfigMap
+# nodevirt-ca-bundle: a client certificate (CN nodevirt-api) from the node
+# API CA and the CA's public certificate as the bundle.
+if ! kubectl -n nodevirt get secret nodevirt-api-agent-client >/dev/null 2>&1; then
+	log "creating nodevirt-api's agent client certificate (Secret nodevirt-api-agent-client)"
+	cadir=$(mktemp -d)
+	kubectl -n nodevirt get secret nodevirt-ca -o jsonpath='{.data.ca\.crt}' | base64 -d >"$cadir/ca.crt"
+	kubectl -n nodevirt get secret nodevirt-ca -o jsonpath='{.data.ca\.key}' | base64 -d >"$cadir/ca.key"
+	(cd "$REPO_ROOT" && go run ./hack/apicert client -ca-dir "$cadir") | kubectl apply -f - >/dev/null
+	rm -rf "$cadir"
+fi
+if ! kubectl -n nodevirt get configmap nodevirt-ca-bundle >/dev/null 2>&1; then
+	kubectl -n nodevirt create configmap nodevirt-ca-bundle \
+		--from-literal=ca.crt="$(kubectl -n nodevirt get secret nodevirt-ca -o jsonpath='{.data.ca\.crt}' | base64 -d)" >/dev/null
+fi
+
 log "applying deploy/local"
 kubectl kustomize "$REPO_ROOT/deploy/local" |
 	sed "s#/CLUSTER_DIR/nodes#$CLUSTER_DIR/nodes#g" |
 	kubectl apply -f - >/dev/null
 kubectl wait --for=condition=Established --timeout=60s \
 	crd/virtualmachines.kubevirt.io crd/virtualmachineinstances.kubevirt.io >/dev/null
+ca_bundle=$(kubectl -n nodevirt get secret nodevirt-api-serving -o jsonpath='{.data.ca\.crt}')
+for v in v1 v1alpha3; do
+	kubectl patch apiservice "$v.subresources.kubevirt.io" --type=merge \
+		-p "{\"spec\":{\"caBundle\":\"$ca_bundle\"}}" >/dev/null
+done
 
 if [ "${RESTART:-}" = 1 ]; then
-	log "restarting the controller and agents"
-	kubectl -n nodevirt rollout restart deployment/nodevirt-controller daemonset/nodevirt-agent >/dev/null
+	log "restarting the controller, agents and API server"
+	kubectl -n nodevirt rollout restart deployment/nodevirt-controller daemonset/nodevirt-agent deployment/nodevirt-api >/dev/null
 fi
 kubectl -n nodevirt rollout status deployment/nodevirt-controller --timeout="${TIMEOUT}s" >/dev/null
 kubectl -n nodevirt rollout status daemonset/nodevirt-agent --timeout="${TIMEOUT}s" >/dev/null
+kubectl -n nodevirt rollout status deployment/nodevirt-api --timeout="${TIMEOUT}s" >/dev/null
+log "waiting for the subresources.kubevirt.io APIServices"
+kubectl wait --for=condition=Available --timeout="${TIMEOUT}s" \
+	apiservice/v1.subresources.kubevirt.io apiservice/v1alpha3.subresources.kubevirt.io >/dev/null
 
 # vm_ready NODE: the agent's heartbeat marked NODE schedulable and its device
 # plugin offers tun.
