@@ -33,20 +33,12 @@ fi
 # the APIServices' caBundle (patched in below), made once per cluster.
 if ! kubectl -n nodevirt get secret nodevirt-api-serving >/dev/null 2>&1; then
 	log "creating nodevirt-api's serving certificate (Secret nodevirt-api-serving)"
-	(cd "$REPO_ROOT" && go run ./hack/apicert serving) | kubectl apply -f - >/dev/null
+	(cd "$REPO_ROOT" && go run ./hack/apicert) | kubectl apply -f - >/dev/null
 fi
-# Interim, until nodevirt-api requests its client certificate through the
-# CSR API and the controller's signer publishes ConfigMap
-# nodevirt-ca-bundle: a client certificate (CN nodevirt-api) from the node
-# API CA and the CA's public certificate as the bundle.
-if ! kubectl -n nodevirt get secret nodevirt-api-agent-client >/dev/null 2>&1; then
-	log "creating nodevirt-api's agent client certificate (Secret nodevirt-api-agent-client)"
-	cadir=$(mktemp -d)
-	kubectl -n nodevirt get secret nodevirt-ca -o jsonpath='{.data.ca\.crt}' | base64 -d >"$cadir/ca.crt"
-	kubectl -n nodevirt get secret nodevirt-ca -o jsonpath='{.data.ca\.key}' | base64 -d >"$cadir/ca.key"
-	(cd "$REPO_ROOT" && go run ./hack/apicert client -ca-dir "$cadir") | kubectl apply -f - >/dev/null
-	rm -rf "$cadir"
-fi
+# The node API CA's public bundle (ConfigMap nodevirt-ca-bundle), before the
+# pods that mount it: the controller's signer keeps it up to date, but a
+# ConfigMap created after a pod started reaches that pod's volume only at
+# the kubelet's next sync (up to a minute or more).
 if ! kubectl -n nodevirt get configmap nodevirt-ca-bundle >/dev/null 2>&1; then
 	kubectl -n nodevirt create configmap nodevirt-ca-bundle \
 		--from-literal=ca.crt="$(kubectl -n nodevirt get secret nodevirt-ca -o jsonpath='{.data.ca\.crt}' | base64 -d)" >/dev/null

@@ -20,6 +20,8 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/certrotation"
+	"github.com/nodevirt/nodevirt/cluster/certrotation/certrotationtest"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/fake"
 	nodeapi "github.com/nodevirt/nodevirt/node/api"
 )
@@ -36,7 +38,7 @@ type agentCall struct {
 // runs a websocket echo with pings for stream routes.
 type fakeAgent struct {
 	srv       *httptest.Server
-	clientTLS *tls.Config
+	clientTLS ClientTLS
 	port      int
 
 	mu    sync.Mutex
@@ -48,19 +50,14 @@ const testNode = "node1"
 
 func startFakeAgent(t *testing.T, pingPeriod time.Duration) *fakeAgent {
 	t.Helper()
-	ca, _, _, err := nodeapi.NewCA("test-ca", time.Hour)
-	if err != nil {
-		t.Fatal(err)
+	ca := certrotationtest.NewCA(t, "test-ca")
+	roots := certrotation.StaticRoots{P: ca.Pool()}
+	stc := nodeapi.ServerTLS(certrotationtest.Static{Cert: ca.AgentServing(t, testNode)}, roots, nil)
+	client := certrotationtest.Static{Cert: ca.APIClient(t)}
+	a := &fakeAgent{
+		clientTLS: func(node string) (*tls.Config, error) { return nodeapi.ClientTLS(client, roots, node), nil },
+		pongs:     make(chan struct{}, 16),
 	}
-	stc, err := nodeapi.ServerTLS(ca, testNode, []string{testNode})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctc, err := nodeapi.ClientTLS(ca, "nodevirt-api")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &fakeAgent{clientTLS: ctc, pongs: make(chan struct{}, 16)}
 	a.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		call := agentCall{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: string(b)}
@@ -178,7 +175,7 @@ func newFixtureWithAgent(t *testing.T, agent *fakeAgent, objs ...runtime.Object)
 		KubeVirt:  f.kv,
 		Kube:      f.kube,
 		Agents:    staticAgents{testNode: "127.0.0.1"},
-		ClientTLS: func() (*tls.Config, error) { return agent.clientTLS, nil },
+		ClientTLS: agent.clientTLS,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -48,12 +48,13 @@ type AgentLocator interface {
 // ErrNoAgent is returned by an AgentLocator when a node has no ready agent.
 var ErrNoAgent = errors.New("no ready node agent")
 
-// ClientTLS returns the TLS configuration for dialing node agents: the
-// client certificate (CN nodevirt-api; GetClientCertificate or
-// Certificates) and the roots that sign the agents' serving certificates.
-// It is called at every dial, so a rotated certificate or bundle is used
-// from the next connection on. ServerName is set by the caller.
-type ClientTLS func() (*tls.Config, error)
+// ClientTLS returns the TLS configuration for dialing the agent of node:
+// the client certificate (CN nodevirt-api; GetClientCertificate or
+// Certificates) and the verification of the agent's serving certificate
+// for that node's name. It is called at every dial, so a rotated
+// certificate or bundle is used from the next connection on
+// (node/api.ClientTLS over a certrotation.Rotator is the production one).
+type ClientTLS func(node string) (*tls.Config, error)
 
 // Deps are the Handler's collaborators.
 type Deps struct {

@@ -2,7 +2,6 @@ package subresources
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -43,7 +42,7 @@ func startAPIFixture(t *testing.T) *apiFixture {
 	agent := startFakeAgent(t, time.Hour)
 	h, err := New(Config{AgentPort: agent.port, Version: BuildVersion()}, Deps{
 		KubeVirt: kv, Kube: kube, Agents: staticAgents{testNode: "127.0.0.1"},
-		ClientTLS: func() (*tls.Config, error) { return agent.clientTLS, nil },
+		ClientTLS: agent.clientTLS,
 	})
 	if err != nil {
 		t.Fatal(err)

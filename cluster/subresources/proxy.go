@@ -52,12 +52,14 @@ func (p *agentProxy) dialTLS(ctx context.Context, network, addr string) (net.Con
 	if node == "" {
 		return nil, fmt.Errorf("dial agent %s: no node name in the request context", addr)
 	}
-	base, err := p.clientTLS()
+	base, err := p.clientTLS(node)
 	if err != nil {
 		return nil, fmt.Errorf("dial agent of node %s: client TLS: %w", node, err)
 	}
 	cfg := base.Clone()
-	cfg.ServerName = node
+	if cfg.ServerName == "" {
+		cfg.ServerName = node
+	}
 	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}, Config: cfg}
 	return d.DialContext(ctx, network, addr)
 }

@@ -1,29 +1,29 @@
-// Command apicert makes nodevirt-api's certificates for a deploy-time
-// `kubectl apply` and prints them as Secrets on stdout.
+// Command apicert makes nodevirt-api's serving certificate for a
+// deploy-time `kubectl apply` and prints it as a Secret on stdout:
 //
-//	apicert serving
-//	    a CA of its own and a serving certificate for the Service
-//	    nodevirt-api.nodevirt.svc: Secret nodevirt-api-serving (tls.crt,
-//	    tls.key, ca.crt). ca.crt is the APIServices' caBundle.
-//	apicert client -ca-dir DIR
-//	    a client certificate, CN nodevirt-api, issued by the node API CA in
-//	    DIR (ca.crt, ca.key): Secret nodevirt-api-agent-client (tls.crt,
-//	    tls.key). Interim, until nodevirt-api requests its client
-//	    certificate through the CSR API.
+//	apicert [-ttl D]
+//
+// A CA of its own (its key is discarded once the certificate is signed)
+// and a serving certificate for the Service nodevirt-api.nodevirt.svc:
+// Secret nodevirt-api-serving (tls.crt, tls.key, ca.crt). ca.crt is the
+// APIServices' caBundle. nodevirt-api's client certificate for the node
+// agents is not made here: nodevirt-api requests it through the CSR API.
 package main
 
 import (
-	"crypto/tls"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"time"
 
-	"github.com/nodevirt/nodevirt/node/api"
+	"github.com/nodevirt/nodevirt/cluster/certsigner"
 )
 
 const namespace = "nodevirt"
@@ -36,57 +36,45 @@ func main() {
 }
 
 func run(args []string) error {
-	if len(args) == 0 {
-		return errors.New("usage: apicert serving | client -ca-dir DIR")
-	}
-	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs := flag.NewFlagSet("apicert", flag.ContinueOnError)
 	ttl := fs.Duration("ttl", 5*365*24*time.Hour, "certificate validity")
-	caDir := fs.String("ca-dir", "", "directory with the node API CA's ca.crt and ca.key (client)")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	switch args[0] {
-	case "serving":
-		ca, caPEM, _, err := api.NewCA("nodevirt-api-serving-ca", *ttl)
-		if err != nil {
-			return err
-		}
-		svc := "nodevirt-api." + namespace + ".svc"
-		cert, err := ca.Issue(svc, []string{svc, svc + ".cluster.local", "nodevirt-api." + namespace}, *ttl)
-		if err != nil {
-			return err
-		}
-		return printSecret("nodevirt-api-serving", cert, caPEM)
-	case "client":
-		if *caDir == "" {
-			return errors.New("client: -ca-dir is required")
-		}
-		ca, err := api.LoadCADir(*caDir)
-		if err != nil {
-			return err
-		}
-		cert, err := ca.Issue("nodevirt-api", nil, *ttl)
-		if err != nil {
-			return err
-		}
-		return printSecret("nodevirt-api-agent-client", cert, nil)
-	default:
-		return fmt.Errorf("unknown command %q (serving, client)", args[0])
+	caPEM, caKeyPEM, err := certsigner.NewCA("nodevirt-api-serving-ca", *ttl)
+	if err != nil {
+		return err
 	}
-}
-
-func printSecret(name string, cert tls.Certificate, caPEM []byte) error {
-	key, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	ca, err := certsigner.LoadCA(caPEM, caKeyPEM)
+	if err != nil {
+		return err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	svc := "nodevirt-api." + namespace + ".svc"
+	now := time.Now()
+	crt, err := ca.Sign(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: svc},
+		DNSNames:    []string{svc, svc + ".cluster.local", "nodevirt-api." + namespace},
+		NotBefore:   now.Add(-5 * time.Minute),
+		NotAfter:    now.Add(*ttl),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}, key.Public())
+	if err != nil {
+		return err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		return err
 	}
 	b64 := base64.StdEncoding.EncodeToString
-	crt := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key})
 	fmt.Printf(`apiVersion: v1
 kind: Secret
 metadata:
-  name: %s
+  name: nodevirt-api-serving
   namespace: %s
   labels:
     app.kubernetes.io/name: nodevirt-api
@@ -95,9 +83,7 @@ type: kubernetes.io/tls
 data:
   tls.crt: %s
   tls.key: %s
-`, name, namespace, b64(crt), b64(keyPEM))
-	if caPEM != nil {
-		fmt.Printf("  ca.crt: %s\n", b64(caPEM))
-	}
+  ca.crt: %s
+`, namespace, b64(crt), b64(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), b64(caPEM))
 	return nil
 }
