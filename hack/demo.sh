@@ -45,6 +45,10 @@ cat <<EOT
 Next:
   export KUBECONFIG=$KUBECONFIG_ADMIN PATH=$K8S_BIN:\$PATH
   curl http://$pod_ip/          # the guest's web server (declared port 80)
+  make virtctl                  # KubeVirt's own virtctl v1.6.0 into _output/bin
+  _output/bin/virtctl -n $NS console $VM        # type a command, Ctrl-] quits
+  _output/bin/virtctl -n $NS pause vm $VM; _output/bin/virtctl -n $NS unpause vm $VM
+  _output/bin/virtctl -n $NS restart $VM; _output/bin/virtctl -n $NS guestosinfo $VM
   kubectl get vmi $VM -o yaml   # conditions, guestOSInfo, interfaces
   kubectl patch vm $VM --type=merge -p '{"spec":{"runStrategy":"Halted"}}'   # ACPI shutdown
   kubectl patch vm $VM --type=merge -p '{"spec":{"runStrategy":"Always"}}'   # a new VMI
