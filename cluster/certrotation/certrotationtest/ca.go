@@ -91,6 +91,7 @@ func (ca *CA) SignRequest(t testing.TB, csrPEM []byte, eku x509.ExtKeyUsage, ttl
 	b, _ := pem.Decode(csrPEM)
 	if b == nil {
 		t.Fatal("certificate request: no PEM block")
+		return nil
 	}
 	req, err := x509.ParseCertificateRequest(b.Bytes)
 	if err != nil {
