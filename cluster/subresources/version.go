@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
+	"strings"
 )
 
 // VersionInfo is KubeVirt's version.Info shape, answered by GET version.
@@ -17,12 +18,18 @@ type VersionInfo struct {
 	Platform     string `json:"platform"`
 }
 
+// KubeVirtLevel is the KubeVirt release whose API and virtctl nodevirt
+// serves. virtctl compares its own major.minor with the server's
+// gitVersion (a semantic version) and warns on a mismatch.
+const KubeVirtLevel = "v1.6.0"
+
 // BuildVersion describes the running binary from its embedded build
-// information: the module version (or "devel"), the VCS revision and
-// state, the commit time.
+// information: gitVersion is KubeVirtLevel with nodevirt's own version as
+// build metadata (v1.6.0+nodevirt.<module version, short VCS revision or
+// devel>), then the VCS revision and state and the commit time.
 func BuildVersion() VersionInfo {
 	v := VersionInfo{
-		GitVersion:   "devel",
+		GitVersion:   KubeVirtLevel + "+nodevirt.devel",
 		GitTreeState: "unknown",
 		GoVersion:    runtime.Version(),
 		Compiler:     runtime.Compiler,
@@ -32,20 +39,39 @@ func BuildVersion() VersionInfo {
 	if !ok {
 		return v
 	}
+	own := ""
 	if mv := bi.Main.Version; mv != "" && mv != "(devel)" {
-		v.GitVersion = mv
+		own = mv
 	}
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
 			v.GitCommit = s.Value
+			if own == "" && len(s.Value) >= 12 {
+				own = s.Value[:12]
+			}
 		case "vcs.time":
 			v.BuildDate = s.Value
 		case "vcs.modified":
 			v.GitTreeState = map[string]string{"true": "dirty", "false": "clean"}[s.Value]
 		}
 	}
+	if own != "" {
+		v.GitVersion = KubeVirtLevel + "+nodevirt." + buildMetadata(own)
+	}
 	return v
+}
+
+// buildMetadata keeps the characters semantic versioning allows in build
+// metadata ([0-9A-Za-z-.]), replacing the others with '-'.
+func buildMetadata(s string) string {
+	b := []byte(strings.TrimPrefix(s, "v"))
+	for i, c := range b {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '.') {
+			b[i] = '-'
+		}
+	}
+	return string(b)
 }
 
 func (h *Handler) version(w http.ResponseWriter, _ *http.Request) {

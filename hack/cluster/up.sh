@@ -84,7 +84,7 @@ start_apiserver() {
 		--etcd-servers="http://127.0.0.1:$ETCD_PORT" \
 		--bind-address="$API_IP" --advertise-address="$API_IP" --secure-port="$API_PORT" \
 		--tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
-		--client-ca-file="$PKI/ca.crt" \
+		--client-ca-file="$PKI/ca.crt" --anonymous-auth=false \
 		--service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
 		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
 		--service-cluster-ip-range="$SERVICE_CIDR" --service-node-port-range=31000-31999 \
