@@ -113,6 +113,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 var scenarioTitles = map[string]string{
 	"single":     "Single VMI on an idle node",
 	"pause":      "Pause and unpause",
+	"virtctl":    "Through the cluster: virtctl and the aggregated API",
 	"overhead":   "Per-VM overhead and scrape time",
 	"burst":      "Burst of paused VMIs",
 	"restart":    "Agent restart under load",
