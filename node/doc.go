@@ -10,6 +10,8 @@
 //	node/heartbeat   the node's kubevirt.io/heartbeat and schedulable label
 //	node/deviceplugin devices.kubevirt.io/{kvm,tun,vhost-net} for launcher pods
 //	node/api         the node API (pause, console/VNC, guest data; mTLS) and nodectl's routes
+//	node/migration   the agents' mTLS channel carrying a live migration's streams
+//	node/unixsock    unix sockets at paths longer than sun_path (kubelet pod dirs)
 //
 // cmd/nodevirt-agent runs the reconcile loop, the heartbeat and the device
 // plugins side by side; if one of them stops, the process exits.

@@ -150,6 +150,21 @@ type Migration struct {
 	Completed  bool      `json:"completed,omitzero"`
 	Failed     bool      `json:"failed,omitzero"`
 	Reason     string    `json:"reason,omitzero"`
+	// Aborted: the agent cancelled the migration because it was asked to
+	// (the VMIM was deleted), written before the cancel.
+	Aborted bool `json:"aborted,omitzero"`
+	// Mode is an outgoing migration's migrationState.mode: PreCopy, or
+	// Paused when the guest's vCPUs are stopped for the whole transfer.
+	Mode string `json:"mode,omitzero"`
+	// StoppedGuest: the source agent stopped the running guest for a
+	// Paused transfer and has not resumed it yet (written before the
+	// stop, cleared after the resume that follows a failed migration).
+	StoppedGuest bool `json:"stoppedGuest,omitzero"`
+	// DowntimeMs and TotalMs are the figures of a completed outgoing
+	// migration: QEMU's query-migrate downtime (for a Paused transfer the
+	// whole transfer, the guest being stopped throughout) and total-time.
+	DowntimeMs int64 `json:"downtimeMs,omitzero"`
+	TotalMs    int64 `json:"totalMs,omitzero"`
 }
 
 // encodeRecord stamps the record version and marshals r.

@@ -40,13 +40,16 @@ const (
 // AgentName returns the subject CN of node's agent serving certificate.
 func AgentName(node string) string { return AgentNamePrefix + node }
 
-// AgentServing is the certificate request of the agent on node.
+// AgentServing is the certificate request of the agent on node: it serves
+// the node API and the migration channel, and authenticates the agent as a
+// client to the other agents' migration channels (docs/migration.md).
 func AgentServing(node string) Identity {
 	return Identity{
 		Signer:     SignerAgentServing,
 		CommonName: AgentName(node),
 		DNSNames:   []string{node},
-		Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+		Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth,
+			certificatesv1.UsageClientAuth},
 	}
 }
 

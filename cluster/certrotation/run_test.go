@@ -134,7 +134,7 @@ func TestRun_RetriesUntilIssued(t *testing.T) {
 		}
 	}
 	c := csrs.created[0]
-	if c.Spec.SignerName != certrotation.SignerAgentServing || len(c.Spec.Usages) != 2 || c.Spec.ExpirationSeconds != nil {
+	if c.Spec.SignerName != certrotation.SignerAgentServing || len(c.Spec.Usages) != 3 || c.Spec.ExpirationSeconds != nil {
 		t.Errorf("CSR spec %+v", c.Spec)
 	}
 }

@@ -118,7 +118,11 @@ type expected struct {
 	username string
 	cn       string
 	dns      []string
-	usage    certificatesv1.KeyUsage // the one extended usage
+	usage    certificatesv1.KeyUsage // the required extended usage
+	// extra is an extended usage the requester may add: client auth on
+	// agent certificates, which the agents present to each other on the
+	// migration channel (docs/migration.md).
+	extra certificatesv1.KeyUsage
 }
 
 // validate checks the requester, the request and the usages against the
@@ -128,7 +132,7 @@ func validate(spec certificatesv1.CertificateSigningRequestSpec, p Policy) (*x50
 	if v != nil {
 		return nil, v
 	}
-	if v := checkUsages(spec.Usages, want.usage); v != nil {
+	if v := checkUsages(spec.Usages, want.usage, want.extra); v != nil {
 		return nil, v
 	}
 	req, v := parseRequest(spec.Request)
@@ -153,7 +157,8 @@ func expect(spec certificatesv1.CertificateSigningRequestSpec, p Policy) (expect
 		}
 		return want, nil
 	default:
-		want := expected{username: saUser(p.Namespace, certrotation.AgentServiceAccount), usage: certificatesv1.UsageServerAuth}
+		want := expected{username: saUser(p.Namespace, certrotation.AgentServiceAccount), usage: certificatesv1.UsageServerAuth,
+			extra: certificatesv1.UsageClientAuth}
 		if spec.Username != want.username {
 			return want, deny(ReasonUnauthorizedRequester, "spec.username: %q may not request %s certificates (only %s)",
 				spec.Username, spec.SignerName, want.username)
@@ -171,10 +176,13 @@ func expect(spec certificatesv1.CertificateSigningRequestSpec, p Policy) (expect
 
 func saUser(ns, name string) string { return "system:serviceaccount:" + ns + ":" + name }
 
-// checkUsages wants ext plus optionally "digital signature" and "key
-// encipherment", nothing else.
-func checkUsages(usages []certificatesv1.KeyUsage, ext certificatesv1.KeyUsage) *violation {
+// checkUsages wants ext plus optionally "digital signature", "key
+// encipherment" and extra (when not empty), nothing else.
+func checkUsages(usages []certificatesv1.KeyUsage, ext, extra certificatesv1.KeyUsage) *violation {
 	allowed := []certificatesv1.KeyUsage{ext, certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment}
+	if extra != "" {
+		allowed = append(allowed, extra)
+	}
 	for _, u := range usages {
 		if !slices.Contains(allowed, u) {
 			return deny(ReasonInvalidUsages, "spec.usages: %q is not allowed (allowed: %q)", u, allowed)
@@ -253,9 +261,14 @@ func template(req *x509.CertificateRequest, spec certificatesv1.CertificateSigni
 	if !p.CANotAfter.IsZero() && p.CANotAfter.Before(notAfter) {
 		notAfter = p.CANotAfter
 	}
-	ext := x509.ExtKeyUsageServerAuth
-	if spec.SignerName == certrotation.SignerAPIClient {
-		ext = x509.ExtKeyUsageClientAuth
+	ext := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	switch {
+	case spec.SignerName == certrotation.SignerAPIClient:
+		ext = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	case slices.Contains(spec.Usages, certificatesv1.UsageClientAuth):
+		// An agent's certificate serves its node API and authenticates it
+		// to the other agents on the migration channel.
+		ext = append(ext, x509.ExtKeyUsageClientAuth)
 	}
 	ku := x509.KeyUsageDigitalSignature
 	if _, isRSA := req.PublicKey.(*rsa.PublicKey); isRSA && slices.Contains(spec.Usages, certificatesv1.UsageKeyEncipherment) {
@@ -267,7 +280,7 @@ func template(req *x509.CertificateRequest, spec certificatesv1.CertificateSigni
 		NotBefore:             now.Add(-time.Minute), // clock skew between nodes
 		NotAfter:              notAfter,
 		KeyUsage:              ku,
-		ExtKeyUsage:           []x509.ExtKeyUsage{ext},
+		ExtKeyUsage:           ext,
 		BasicConstraintsValid: true,
 	}
 }

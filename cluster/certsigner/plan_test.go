@@ -155,8 +155,14 @@ func TestPlan(t *testing.T) {
 		{"SubjectOrganization", apiCSR(t, func(c *certificatesv1.CertificateSigningRequest) {
 			c.Spec.Request = csrPEM(t, p256Key, pkix.Name{CommonName: "nodevirt-api", Organization: []string{"system:masters"}}, nil, nil)
 		}), Deny, ReasonInvalidSubject, "spec.request.subject"},
-		{"ServingAsksClientAuth", agentCSR(t, func(c *certificatesv1.CertificateSigningRequest) {
+		{"AgentAsksClientAuthToo", agentCSR(t, func(c *certificatesv1.CertificateSigningRequest) {
 			c.Spec.Usages = append(c.Spec.Usages, certificatesv1.UsageClientAuth)
+		}), ApproveAndSign, "", ""},
+		{"ClientAsksServerAuth", apiCSR(t, func(c *certificatesv1.CertificateSigningRequest) {
+			c.Spec.Usages = append(c.Spec.Usages, certificatesv1.UsageServerAuth)
+		}), Deny, ReasonInvalidUsages, "spec.usages"},
+		{"AgentClientAuthOnly", agentCSR(t, func(c *certificatesv1.CertificateSigningRequest) {
+			c.Spec.Usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
 		}), Deny, ReasonInvalidUsages, "spec.usages"},
 		{"ServingWithoutServerAuth", agentCSR(t, func(c *certificatesv1.CertificateSigningRequest) {
 			c.Spec.Usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature}

@@ -10,6 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 
 	"github.com/nodevirt/nodevirt/cluster/certsigner"
 	"github.com/nodevirt/nodevirt/cluster/node"
@@ -48,6 +51,13 @@ type Config struct {
 	// CertLifetime is the validity of the certificates the signer issues
 	// (a CSR's shorter spec.expirationSeconds wins).
 	CertLifetime time.Duration
+	// Migrations are the live migration limits and options (KubeVirt's
+	// spec.configuration.migrations field names; unset fields take
+	// KubeVirt's defaults).
+	Migrations v1.MigrationConfiguration
+	// EvictionStrategy is the default for VMIs that set none (KubeVirt's
+	// spec.configuration.evictionStrategy; "" means None).
+	EvictionStrategy v1.EvictionStrategy
 }
 
 // DefaultConfig returns the defaults the flags start from.
@@ -96,6 +106,11 @@ const (
 	KeyLauncherImage      = "launcherImage"
 	KeyUseEmulation       = "useEmulation"
 	KeyHeartbeatThreshold = "heartbeatThreshold"
+	// KeyMigrations holds a YAML or JSON object with KubeVirt's
+	// migrations fields (parallelMigrationsPerCluster, bandwidthPerMigration, …).
+	KeyMigrations = "migrations"
+	// KeyEvictionStrategy is the cluster's default eviction strategy.
+	KeyEvictionStrategy = "evictionStrategy"
 )
 
 // WithConfigMap returns c overridden by the ConfigMap's keys; a missing
@@ -131,6 +146,21 @@ func (c Config) withData(data map[string]string) (Config, error) {
 			return c, fmt.Errorf("configmap key %s: %w", KeyHeartbeatThreshold, err)
 		}
 		c.HeartbeatThreshold = d
+	}
+	if v, ok := data[KeyMigrations]; ok {
+		var m v1.MigrationConfiguration
+		if err := yaml.UnmarshalStrict([]byte(v), &m); err != nil {
+			return c, fmt.Errorf("configmap key %s: %w", KeyMigrations, err)
+		}
+		c.Migrations = m
+	}
+	if v, ok := data[KeyEvictionStrategy]; ok {
+		switch s := v1.EvictionStrategy(v); s {
+		case "", v1.EvictionStrategyNone, v1.EvictionStrategyLiveMigrate, v1.EvictionStrategyLiveMigrateIfPossible, v1.EvictionStrategyExternal:
+			c.EvictionStrategy = s
+		default:
+			return c, fmt.Errorf("configmap key %s: unknown eviction strategy %q", KeyEvictionStrategy, v)
+		}
 	}
 	return c, nil
 }

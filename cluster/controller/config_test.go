@@ -1,10 +1,18 @@
 package controller
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 )
 
 func TestConfig_WithData(t *testing.T) {
@@ -24,6 +32,17 @@ func TestConfig_WithData(t *testing.T) {
 		{"empty image ignored", map[string]string{KeyLauncherImage: ""}, func(*Config) {}, false},
 		{"bad bool", map[string]string{KeyUseEmulation: "yes please"}, nil, true},
 		{"bad duration", map[string]string{KeyHeartbeatThreshold: "5"}, nil, true},
+		{"migrations and eviction strategy", map[string]string{
+			KeyMigrations:       "parallelMigrationsPerCluster: 1\nbandwidthPerMigration: 64Mi\nallowPostCopy: true\n",
+			KeyEvictionStrategy: "LiveMigrate"},
+			func(c *Config) {
+				bw := resource.MustParse("64Mi")
+				c.Migrations = v1.MigrationConfiguration{ParallelMigrationsPerCluster: ptr.To[uint32](1),
+					BandwidthPerMigration: &bw, AllowPostCopy: ptr.To(true)}
+				c.EvictionStrategy = v1.EvictionStrategyLiveMigrate
+			}, false},
+		{"unknown migrations field", map[string]string{KeyMigrations: "parallelMigrations: 1"}, nil, true},
+		{"unknown eviction strategy", map[string]string{KeyEvictionStrategy: "Evict"}, nil, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,5 +84,25 @@ func TestConfig_Validate(t *testing.T) {
 		if c.Validate() == nil {
 			t.Errorf("%s: Validate() = nil, want an error", name)
 		}
+	}
+}
+
+// The shipped ConfigMap must parse.
+func TestConfig_DeployedConfigMap(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "controller", "configmap.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.UnmarshalStrict(data, &cm); err != nil {
+		t.Fatal(err)
+	}
+	base := DefaultConfig()
+	got, err := base.withData(cm.Data)
+	if err != nil {
+		t.Fatalf("deploy/controller/configmap.yaml: %v", err)
+	}
+	if ptr.Deref(got.Migrations.ParallelMigrationsPerCluster, 0) != v1.DefaultParallelMigrationsPerCluster || got.EvictionStrategy != v1.EvictionStrategyNone {
+		t.Errorf("migrations = %+v, evictionStrategy = %q", got.Migrations, got.EvictionStrategy)
 	}
 }

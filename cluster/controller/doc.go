@@ -1,5 +1,6 @@
 // Package controller wires nodevirt's cluster controller process: the VM,
-// VMI and node controllers (packages cluster/vm, cluster/vmi, cluster/node)
+// VMI, node and migration controllers (packages cluster/vm, cluster/vmi,
+// cluster/node, cluster/migration: VMIMs, PodDisruptionBudgets, evacuation)
 // and the node API certificate signer with its CA bundle publisher
 // (cluster/certsigner; on unless --ca-dir is empty) on shared informers,
 // behind leader election on a coordination.k8s.io Lease, with /healthz and
@@ -15,8 +16,9 @@
 //
 // Configuration: flags give defaults; the ConfigMap nodevirt-config in the
 // controller's namespace, read once at start-up, overrides them with keys
-// launcherImage, useEmulation ("true"/"false") and heartbeatThreshold (a Go
-// duration). A change takes effect on the next start of the leader.
+// launcherImage, useEmulation ("true"/"false"), heartbeatThreshold (a Go
+// duration), migrations (YAML with KubeVirt's migrations fields) and
+// evictionStrategy (KubeVirt's cluster default). A change takes effect on the next start of the leader.
 //
 // Logging: log/slog; klog (used by client-go, leader election) is routed
 // into the same handler. Metrics go to the injected prometheus registry.

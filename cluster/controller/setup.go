@@ -21,6 +21,7 @@ import (
 	kvscheme "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/scheme"
 	kvinformers "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions"
 	kvlisters "github.com/nodevirt/nodevirt/cluster/client/listers/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/migration"
 	"github.com/nodevirt/nodevirt/cluster/node"
 	"github.com/nodevirt/nodevirt/cluster/reconcile"
 	"github.com/nodevirt/nodevirt/cluster/vm"
@@ -40,7 +41,8 @@ type system struct {
 
 // informerSet are the informers the controllers share.
 type informerSet struct {
-	vms, vmis, pods, pvcs, nodes cache.SharedIndexInformer
+	vms, vmis, vmims, pods, pvcs, nodes, pdbs cache.SharedIndexInformer
+	policies, namespaces                      cache.SharedIndexInformer
 }
 
 // build wires the controllers; ca (nil: no signer) signs node API
@@ -91,6 +93,11 @@ func build(cfg Config, d Deps, ca *certsigner.CA) (*system, error) {
 		Threshold: cfg.HeartbeatThreshold, Recheck: cfg.HeartbeatRecheck,
 	}))
 	s.loops = []*reconcile.Loop{vmLoop, vmiLoop, nodeLoop}
+	mig, err := s.migration(cfg, d, inf, recorder, metrics)
+	if err != nil {
+		return nil, err
+	}
+	s.loops = append(s.loops, mig.loops...)
 	if ca != nil {
 		loops, err := s.signer(cfg, d, ca, metrics)
 		if err != nil {
@@ -100,17 +107,18 @@ func build(cfg Config, d Deps, ca *certsigner.CA) (*system, error) {
 	}
 
 	vmiHandler := cache.ResourceEventHandlerFuncs{
-		AddFunc: func(o any) { vmLoop.Enqueue(o); vmiLoop.Enqueue(o) },
+		AddFunc: func(o any) { vmLoop.Enqueue(o); vmiLoop.Enqueue(o); mig.onVMI(o) },
 		UpdateFunc: func(old, cur any) {
 			vmLoop.Enqueue(cur)
 			vmiLoop.Enqueue(cur)
+			mig.onVMI(cur)
 			o, ok1 := old.(*v1.VirtualMachineInstance)
 			c, ok2 := cur.(*v1.VirtualMachineInstance)
 			if ok1 && ok2 {
 				vmiMetrics.ObservePhaseChange(o, c)
 			}
 		},
-		DeleteFunc: func(o any) { vmLoop.Enqueue(o); vmiLoop.Enqueue(o) },
+		DeleteFunc: func(o any) { vmLoop.Enqueue(o); vmiLoop.Enqueue(o); mig.onVMI(o) },
 	}
 	for _, h := range []struct {
 		inf cache.SharedIndexInformer
@@ -118,6 +126,8 @@ func build(cfg Config, d Deps, ca *certsigner.CA) (*system, error) {
 	}{
 		{inf.vms, vmLoop.Handler()}, {inf.vmis, vmiHandler},
 		{inf.pods, vmiCtl.PodHandler(vmiLoop.EnqueueKey)}, {inf.nodes, nodeLoop.Handler()},
+		{inf.pods, reconcile.HandlerFunc(mig.onPod)}, {inf.nodes, mig.evacuation.Handler()},
+		{inf.vmims, mig.migrations.Handler()}, {inf.pdbs, reconcile.HandlerFunc(mig.onPDB)},
 	} {
 		if _, err := h.inf.AddEventHandler(h.h); err != nil {
 			return nil, fmt.Errorf("add event handler: %w", err)
@@ -171,16 +181,22 @@ func (s *system) informers() (informerSet, error) {
 	inf := informerSet{
 		vms:   s.kvFactory.Kubevirt().V1().VirtualMachines().Informer(),
 		vmis:  s.kvFactory.Kubevirt().V1().VirtualMachineInstances().Informer(),
-		pods:  s.podFactory.Core().V1().Pods().Informer(),
-		pvcs:  s.kubeFactory.Core().V1().PersistentVolumeClaims().Informer(),
-		nodes: s.kubeFactory.Core().V1().Nodes().Informer(),
+		vmims: s.kvFactory.Kubevirt().V1().VirtualMachineInstanceMigrations().Informer(),
+		pdbs:  s.kubeFactory.Policy().V1().PodDisruptionBudgets().Informer(),
+		// MigrationPolicies select VMIs by their namespace's labels too.
+		policies:   s.kvFactory.Migrations().V1alpha1().MigrationPolicies().Informer(),
+		namespaces: s.kubeFactory.Core().V1().Namespaces().Informer(),
+		pods:       s.podFactory.Core().V1().Pods().Informer(),
+		pvcs:       s.kubeFactory.Core().V1().PersistentVolumeClaims().Informer(),
+		nodes:      s.kubeFactory.Core().V1().Nodes().Informer(),
 	}
-	for _, i := range []cache.SharedIndexInformer{inf.vms, inf.vmis, inf.pods, inf.pvcs, inf.nodes} {
+	for _, i := range []cache.SharedIndexInformer{inf.vms, inf.vmis, inf.vmims, inf.pods, inf.pvcs, inf.nodes, inf.pdbs, inf.policies, inf.namespaces} {
 		if err := i.SetTransform(stripManagedFields); err != nil {
 			return inf, fmt.Errorf("informer transform: %w", err)
 		}
 	}
-	if err := errors.Join(inf.pods.AddIndexers(vmi.PodIndexers()), inf.vmis.AddIndexers(node.VMIIndexers())); err != nil {
+	if err := errors.Join(inf.pods.AddIndexers(vmi.PodIndexers()), inf.vmis.AddIndexers(node.VMIIndexers()),
+		inf.vmims.AddIndexers(migration.Indexers())); err != nil {
 		return inf, fmt.Errorf("add indexers: %w", err)
 	}
 	return inf, nil

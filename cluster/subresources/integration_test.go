@@ -229,13 +229,14 @@ func TestIntegration_Lifecycle(t *testing.T) {
 		code, body := f.put(t, "virtualmachines/migrateme/migrate", "{}")
 		wantCode(t, "migrate without VMI", code, body, http.StatusNotFound)
 		f.createVMI(t, vm)
-		code, body = f.put(t, "virtualmachines/migrateme/migrate", "{}")
+		code, body = f.put(t, "virtualmachines/migrateme/migrate", `{"addedNodeSelector":{"zone":"b"}}`)
 		wantCode(t, "migrate", code, body, http.StatusAccepted)
 		l, err := f.kv.KubevirtV1().VirtualMachineInstanceMigrations("ns").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(l.Items) != 1 || l.Items[0].Spec.VMIName != "migrateme" || !strings.HasPrefix(l.Items[0].Name, "kubevirt-migrate-vm-") {
+		if len(l.Items) != 1 || l.Items[0].Spec.VMIName != "migrateme" || !strings.HasPrefix(l.Items[0].Name, "kubevirt-migrate-vm-") ||
+			l.Items[0].Spec.AddedNodeSelector["zone"] != "b" {
 			t.Errorf("migrations: %+v", l.Items)
 		}
 	})

@@ -171,16 +171,15 @@ func planRestart(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, opts Res
 	return p, err
 }
 
-// planMigrate checks PUT migrate: the VMI must be Running.
-func planMigrate(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, opts MigrateOptions) error {
+// planMigrate checks PUT migrate: the VMI must be Running. The options'
+// addedNodeSelector goes into the VMIM as is; the migration controller
+// merges it into the target pod's node selector.
+func planMigrate(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) error {
 	if vmi == nil {
 		return apierrors.NewNotFound(grVMI, vm.Name)
 	}
 	if vmi.Status.Phase != v1.Running {
 		return conflictVM(vm.Name, msgVMNotRunning)
-	}
-	if len(opts.AddedNodeSelector) > 0 {
-		return apierrors.NewBadRequest("addedNodeSelector: not supported by nodevirt (VirtualMachineInstanceMigration has no spec.addedNodeSelector)")
 	}
 	return nil
 }

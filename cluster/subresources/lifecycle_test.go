@@ -241,11 +241,9 @@ func TestPlanRestart(t *testing.T) {
 
 func TestPlanMigrate(t *testing.T) {
 	vm := testVM(v1.RunStrategyAlways)
-	wantErr(t, planMigrate(vm, nil, MigrateOptions{}), http.StatusNotFound, `virtualmachineinstance.kubevirt.io "vm1" not found`)
-	wantErr(t, planMigrate(vm, testVMI(v1.Scheduled), MigrateOptions{}), http.StatusConflict, conflictPrefix+"VM is not running")
-	wantErr(t, planMigrate(vm, testVMI(v1.Running), MigrateOptions{AddedNodeSelector: map[string]string{"a": "b"}}), http.StatusBadRequest,
-		"addedNodeSelector: not supported by nodevirt (VirtualMachineInstanceMigration has no spec.addedNodeSelector)")
-	if err := planMigrate(vm, testVMI(v1.Running), MigrateOptions{}); err != nil {
+	wantErr(t, planMigrate(vm, nil), http.StatusNotFound, `virtualmachineinstance.kubevirt.io "vm1" not found`)
+	wantErr(t, planMigrate(vm, testVMI(v1.Scheduled)), http.StatusConflict, conflictPrefix+"VM is not running")
+	if err := planMigrate(vm, testVMI(v1.Running)); err != nil {
 		t.Fatal(err)
 	}
 }

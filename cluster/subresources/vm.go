@@ -154,7 +154,7 @@ func (h *Handler) vmMigrate(w http.ResponseWriter, r *http.Request) {
 	}
 	vmi, _, err := h.findVMI(ctx, ns, name)
 	if err == nil {
-		err = planMigrate(vm, vmi, opts)
+		err = planMigrate(vm, vmi)
 	}
 	if err != nil {
 		writeStatus(w, err)
@@ -162,7 +162,7 @@ func (h *Handler) vmMigrate(w http.ResponseWriter, r *http.Request) {
 	}
 	vmim := &v1.VirtualMachineInstanceMigration{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "kubevirt-migrate-vm-", Namespace: ns},
-		Spec:       v1.VirtualMachineInstanceMigrationSpec{VMIName: name},
+		Spec:       v1.VirtualMachineInstanceMigrationSpec{VMIName: name, AddedNodeSelector: opts.AddedNodeSelector},
 	}
 	created, err := h.deps.KubeVirt.KubevirtV1().VirtualMachineInstanceMigrations(ns).Create(ctx, vmim,
 		metav1.CreateOptions{DryRun: opts.DryRun, FieldManager: v1.ManagerAPI})

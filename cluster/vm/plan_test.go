@@ -260,6 +260,12 @@ func TestPrintableStatus_PodProblems(t *testing.T) {
 		{testVMI(v1.Scheduled), v1.VirtualMachineStatusStarting},
 		{testVMI(v1.Running, paused), v1.VirtualMachineStatusPaused},
 		{testVMI(v1.Running, migratingNow), v1.VirtualMachineStatusMigrating},
+		{testVMI(v1.Running, migratingNow, func(vmi *v1.VirtualMachineInstance) {
+			vmi.Status.MigrationState.EndTimestamp = ptr.To(metav1.NewTime(t0))
+		}), v1.VirtualMachineStatusRunning},
+		{testVMI(v1.Running, func(vmi *v1.VirtualMachineInstance) {
+			vmi.Status.MigrationState = &v1.VirtualMachineInstanceMigrationState{TargetPod: "t"} // prepared, not started
+		}), v1.VirtualMachineStatusRunning},
 		{testVMI(v1.Unknown), v1.VirtualMachineStatusUnknown},
 	}
 	for _, tc := range tests {

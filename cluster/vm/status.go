@@ -92,9 +92,11 @@ func startingStatus(instance *v1.VirtualMachineInstance) v1.VirtualMachinePrinta
 	return v1.VirtualMachineStatusStarting
 }
 
+// migrating is KubeVirt's rule: a migration started (the source agent set
+// startTimestamp) and has not ended (no endTimestamp, not completed or failed).
 func migrating(vmi *v1.VirtualMachineInstance) bool {
 	m := vmi.Status.MigrationState
-	return m != nil && m.StartTimestamp != nil && !m.Completed && !m.Failed
+	return m != nil && m.StartTimestamp != nil && m.EndTimestamp == nil && !m.Completed && !m.Failed
 }
 
 func vmiCondition(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceConditionType) corev1.ConditionStatus {

@@ -105,7 +105,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		return err
 	}
 	now := c.d.Now()
-	o := Observed{VMI: vmi, Pod: ownPod(pods, vmi.UID), Now: now}
+	o := Observed{VMI: vmi, Pod: CurrentPod(pods, vmi), Now: now}
 	o.PodPending = o.Pod == nil && c.expect.waiting(vmi.UID, now)
 	var pod *corev1.Pod
 	if o.Pod == nil && !o.PodPending && vmi.DeletionTimestamp == nil && !vmi.Status.Phase.OwnedByAgent() {
@@ -133,20 +133,6 @@ func (c *Controller) pods(key string) ([]*corev1.Pod, error) {
 		}
 	}
 	return pods, nil
-}
-
-// ownPod picks the VMI's launcher pod, preferring one not being deleted.
-func ownPod(pods []*corev1.Pod, uid types.UID) *corev1.Pod {
-	var found *corev1.Pod
-	for _, p := range pods {
-		if p.Labels[v1.CreatedByLabel] != string(uid) {
-			continue
-		}
-		if found == nil || (found.DeletionTimestamp != nil && p.DeletionTimestamp == nil) {
-			found = p
-		}
-	}
-	return found
 }
 
 // deleteStale deletes launcher pods of an earlier VMI of the same name (or

@@ -27,6 +27,10 @@ const (
 	BlockDevDir = "/dev/nodevirt"
 
 	launcherBinary = "nodevirt-launcher"
+	// kernelBootContainer copies kernel and initrd out of the kernelBoot image.
+	kernelBootContainer = "kernel-boot"
+	// diskContainerPrefix + volume name holds a containerDisk image.
+	diskContainerPrefix = "volume"
 	// LauncherUID is the uid and gid every container of the pod runs as.
 	LauncherUID = 107
 	// GracePeriodExtra is added to the VMI's grace period for the pod, so
@@ -138,7 +142,7 @@ func initContainers(vmi *v1.VirtualMachineInstance, cfg PodConfig) []corev1.Cont
 		args = append(args, kb.InitrdPath+"=initrd")
 	}
 	return append(inits, corev1.Container{
-		Name:            "kernel-boot",
+		Name:            kernelBootContainer,
 		Image:           kb.Image,
 		ImagePullPolicy: kb.ImagePullPolicy,
 		Command:         args,
@@ -179,7 +183,7 @@ func diskContainers(vmi *v1.VirtualMachineInstance) []corev1.Container {
 			continue
 		}
 		out = append(out, corev1.Container{
-			Name:            "volume" + vol.Name,
+			Name:            diskContainerPrefix + vol.Name,
 			Image:           cd.Image,
 			ImagePullPolicy: cd.ImagePullPolicy,
 			Command: []string{path.Join(BinDir, launcherBinary), "hold-disk", "--pid-file",

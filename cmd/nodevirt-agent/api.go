@@ -33,42 +33,53 @@ type apiFlags struct {
 // servingFile is the agent's serving key and certificate in the PKI dir.
 const servingFile = "agent-serving.pem"
 
+// pki is the agent's certificate (CSR API, signer nodevirt.io/agent-serving,
+// renewed in place) and the trust bundle, shared by the node API's TLS
+// port and the migration channel.
+type pki struct {
+	rot    *certrotation.Rotator
+	bundle *certrotation.Bundle
+}
+
+// newPKI prepares the agent's certificate rotator; run it with rot.Run.
+func newPKI(f apiFlags, csrs certificatesv1client.CertificateSigningRequestInterface, log *slog.Logger) (*pki, error) {
+	bundle := certrotation.NewBundle(f.bundle, 0)
+	rot, err := certrotation.New(certrotation.Config{
+		Identity: certrotation.AgentServing(f.node),
+		File:     filepath.Join(f.pkiDir, servingFile),
+		Lifetime: f.certLifetime,
+		Roots:    bundle,
+		Log:      log.With("component", "certrotation"),
+	}, csrs)
+	if err != nil {
+		return nil, err
+	}
+	return &pki{rot: rot, bundle: bundle}, nil
+}
+
 // serveAPI serves the node API until ctx ends; it returns the first
-// listener error. The TLS port's serving certificate comes from the CSR
-// API (signer nodevirt.io/agent-serving) and is renewed in place.
-func serveAPI(ctx context.Context, f apiFlags, a *agent.Agent, csrs certificatesv1client.CertificateSigningRequestInterface, log *slog.Logger) error {
+// listener error. The TLS port (when p is set) serves p's certificate.
+func serveAPI(ctx context.Context, f apiFlags, a *agent.Agent, p *pki, log *slog.Logger) error {
 	srv, err := api.New(api.DefaultConfig(), api.Deps{Domains: a, Records: a.Records(), Log: log.With("component", "api")})
 	if err != nil {
 		return err
 	}
-	errc := make(chan error, 3)
+	errc := make(chan error, 2)
 	n := 0
 	if f.socket != "" {
 		n++
 		go func() { errc <- srv.ServeUnix(ctx, f.socket) }()
 	}
-	if f.tlsAddr != "" {
-		bundle := certrotation.NewBundle(f.bundle, 0)
-		rot, err := certrotation.New(certrotation.Config{
-			Identity: certrotation.AgentServing(f.node),
-			File:     filepath.Join(f.pkiDir, servingFile),
-			Lifetime: f.certLifetime,
-			Roots:    bundle,
-			Log:      log.With("component", "certrotation"),
-		}, csrs)
-		if err != nil {
-			return err
-		}
+	if f.tlsAddr != "" && p != nil {
 		l, err := net.Listen("tcp", f.tlsAddr)
 		if err != nil {
 			return fmt.Errorf("node API: %w", err)
 		}
-		n += 2
+		n++
 		log.Info("node API listening", "addr", l.Addr().String(), "mtls", true, "bundle", f.bundle, "pki", f.pkiDir)
-		// The rotator returns only when ctx ends; until the first
-		// certificate is issued handshakes fail (VMs are unaffected).
-		go func() { errc <- ignoreCanceled(rot.Run(ctx)) }()
-		go func() { errc <- srv.ServeTLS(ctx, l, api.ServerTLS(rot, bundle, log.With("component", "api"))) }()
+		// Until the first certificate is issued handshakes fail (VMs are
+		// unaffected).
+		go func() { errc <- srv.ServeTLS(ctx, l, api.ServerTLS(p.rot, p.bundle, log.With("component", "api"))) }()
 	}
 	for range n {
 		if err := <-errc; err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/nodevirt/nodevirt/node/deviceplugin"
 	"github.com/nodevirt/nodevirt/node/heartbeat"
 	"github.com/nodevirt/nodevirt/node/launchspec/convert"
+	"github.com/nodevirt/nodevirt/node/migration"
 	"github.com/nodevirt/nodevirt/store"
 )
 
@@ -60,6 +61,9 @@ func run() error {
 	flag.StringVar(&af.pkiDir, "api-pki-dir", "", "directory keeping the node API serving key and certificate across restarts (default: pki/ next to --db)")
 	flag.StringVar(&af.bundle, "api-ca-bundle", "/etc/nodevirt-ca-bundle/ca.crt", "trust bundle of the node API (the mounted ConfigMap nodevirt-ca-bundle), re-read when it changes")
 	flag.DurationVar(&af.certLifetime, "api-cert-lifetime", 0, "requested lifetime of the serving certificate (≥ 10m; 0: the signer's default)")
+	var mig migrationFlags
+	flag.StringVar(&mig.addr, "migration-addr", "", "live-migration channel mutual-TLS listen address, e.g. :8187; empty: no migrations to or from this node")
+	flag.StringVar(&mig.advertise, "migration-advertise-addr", "", "the address other agents reach the migration channel at (default: $POD_IP and the --migration-addr port)")
 	fc := fileConfig{}
 	flag.Func("soft-reboot-timeout", "how long a soft reboot without a guest agent waits for the guest to shut down (default 50s)",
 		func(s string) error { fc.SoftRebootTimeout = s; return nil })
@@ -114,13 +118,37 @@ func run() error {
 	host := os.DirFS(*hostRoot)
 	kvm := convert.DetectKVM(host)
 	reg := newRegistry()
+	af.node = cfg.NodeName
+	if af.pkiDir == "" {
+		af.pkiDir = filepath.Join(filepath.Dir(*dbPath), "pki")
+	}
+	run := map[string]func(context.Context) error{}
+	var certs *pki
+	if af.tlsAddr != "" || mig.addr != "" {
+		if certs, err = newPKI(af, kube.CertificatesV1().CertificateSigningRequests(), log); err != nil {
+			return err
+		}
+		// The rotator returns only when ctx ends.
+		run["certificates"] = func(ctx context.Context) error { return ignoreCanceled(certs.rot.Run(ctx)) }
+	}
 	// The effects on the host (launcher, network, QEMU, processes) are
 	// left nil: New takes the host's own.
-	a, err := agent.New(cfg, agent.Deps{Kube: kube, Virt: virt, Store: db, KVM: kvm, Log: log, Registerer: reg})
+	deps := agent.Deps{Kube: kube, Virt: virt, Store: db, KVM: kvm, Log: log, Registerer: reg}
+	if mig.addr != "" {
+		if cfg.MigrationAddress, err = mig.advertised(); err != nil {
+			return err
+		}
+		deps.Migration = agent.MigrationDialer{Dialer: migration.Dialer{Certs: certs.rot, Roots: certs.bundle,
+			Log: log.With("component", "migration")}}
+	}
+	a, err := agent.New(cfg, deps)
 	if err != nil {
 		return err
 	}
-	run := map[string]func(context.Context) error{"agent": a.Run}
+	run["agent"] = a.Run
+	if mig.addr != "" {
+		run["migration channel"] = func(ctx context.Context) error { return serveMigrations(ctx, mig, a, certs, log) }
+	}
 	if svc.Heartbeat {
 		hb, err := heartbeat.New(heartbeat.Config{NodeName: cfg.NodeName, Interval: svc.HeartbeatInterval, Logger: log},
 			kube.CoreV1().Nodes())
@@ -135,12 +163,7 @@ func run() error {
 		run["device plugins"] = func(ctx context.Context) error { return deviceplugin.Run(ctx, dpc, devs) }
 	}
 	if af.socket != "" || af.tlsAddr != "" {
-		af.node = cfg.NodeName
-		if af.pkiDir == "" {
-			af.pkiDir = filepath.Join(filepath.Dir(*dbPath), "pki")
-		}
-		csrs := kube.CertificatesV1().CertificateSigningRequests()
-		run["node API"] = func(ctx context.Context) error { return serveAPI(ctx, af, a, csrs, log) }
+		run["node API"] = func(ctx context.Context) error { return serveAPI(ctx, af, a, certs, log) }
 	}
 	if mf.addr != "" {
 		run["metrics"] = func(ctx context.Context) error {

@@ -88,11 +88,30 @@ func TestTwoNodes(t *testing.T) {
 		t.Errorf("server %s logs %q: want a request from %s", pods[1], logs, ips[0])
 	}
 	checkAPIFromPod(t, ctx, c, pods[1])
+	checkDevicePluginDirs(t, c)
 
 	// A crashed kubelet must not keep cluster-down from cleaning up: its
 	// pods are killed through containerd instead of drained.
 	killDaemon(t, c, "kubelet1")
 	stopCluster(t, c)
+}
+
+// checkDevicePluginDirs checks that every kubelet has a device-plugin
+// directory of its own: its registration socket (kubelet.sock) is in the
+// directory cluster.env names for it, and no two nodes name the same one.
+func checkDevicePluginDirs(t *testing.T, c *Cluster) {
+	t.Helper()
+	seen := map[string]string{}
+	for _, n := range c.Nodes {
+		if other, dup := seen[n.DevicePlugins]; dup {
+			t.Errorf("nodes %s and %s share the device-plugin directory %q", other, n.Name, n.DevicePlugins)
+		}
+		seen[n.DevicePlugins] = n.Name
+		fi, err := os.Stat(filepath.Join(n.DevicePlugins, "kubelet.sock"))
+		if err != nil || fi.Mode()&os.ModeSocket == 0 {
+			t.Errorf("node %s: no kubelet.sock in its device-plugin directory %q: %v", n.Name, n.DevicePlugins, err)
+		}
+	}
 }
 
 // killDaemon SIGKILLs one of the cluster's daemons by its recorded pid.

@@ -21,6 +21,11 @@ type Node struct {
 	// node's directory with a hostPath of <state dir>/nodes and
 	// subPathExpr: $(NODE_NAME).
 	Dir string
+	// DevicePlugins is the directory the node's kubelet sees as
+	// /var/lib/kubelet/device-plugins: that very path for node 0, the
+	// node's own directory for the others, which run in a mount namespace
+	// of their own (hack/cluster/node-ns.sh).
+	DevicePlugins string
 }
 
 // parseEnv reads the KEY=VALUE lines of cluster.env into a Cluster.
@@ -60,6 +65,8 @@ func parseEnv(r io.Reader) (*Cluster, error) {
 			Containerd:  kv[p+"CONTAINERD"],
 			KubeletRoot: kv[p+"KUBELET_ROOT"],
 			Dir:         kv[p+"DIR"],
+
+			DevicePlugins: kv[p+"DEVICE_PLUGINS"],
 		}
 		if node.Name == "" || node.IP == "" {
 			return nil, fmt.Errorf("cluster.env: node %d: name or IP missing", i)

@@ -28,18 +28,22 @@ NODE0_POD_CIDR=10.244.0.0/24
 NODE0_CONTAINERD=/x/.cluster/node0/run/containerd.sock
 NODE0_KUBELET_ROOT=/x/.cluster/node0/kubelet
 NODE0_DIR=/x/.cluster/nodes/n0
+NODE0_DEVICE_PLUGINS=/var/lib/kubelet/device-plugins
 NODE1_NAME=n1
 NODE1_IP=10.199.0.2
 NODE1_POD_CIDR=10.244.1.0/24
 NODE1_CONTAINERD=/x/.cluster/node1/run/containerd.sock
 NODE1_KUBELET_ROOT=/x/.cluster/node1/kubelet
+NODE1_DEVICE_PLUGINS=/x/.cluster/nodes/n1/device-plugins
 `,
 			want: &Cluster{
 				Dir: "/x/.cluster", Kubeconfig: "/x/.cluster/kubeconfig",
 				APIServer: "https://10.199.0.1:36443", ServiceCIDR: "10.96.0.0/16",
 				Nodes: []Node{
-					{Name: "n0", IP: "10.199.0.1", PodCIDR: "10.244.0.0/24", Containerd: "/x/.cluster/node0/run/containerd.sock", KubeletRoot: "/x/.cluster/node0/kubelet", Dir: "/x/.cluster/nodes/n0"},
-					{Name: "n1", IP: "10.199.0.2", PodCIDR: "10.244.1.0/24", Containerd: "/x/.cluster/node1/run/containerd.sock", KubeletRoot: "/x/.cluster/node1/kubelet"},
+					{Name: "n0", IP: "10.199.0.1", PodCIDR: "10.244.0.0/24", Containerd: "/x/.cluster/node0/run/containerd.sock", KubeletRoot: "/x/.cluster/node0/kubelet", Dir: "/x/.cluster/nodes/n0",
+						DevicePlugins: "/var/lib/kubelet/device-plugins"},
+					{Name: "n1", IP: "10.199.0.2", PodCIDR: "10.244.1.0/24", Containerd: "/x/.cluster/node1/run/containerd.sock", KubeletRoot: "/x/.cluster/node1/kubelet",
+						DevicePlugins: "/x/.cluster/nodes/n1/device-plugins"},
 				},
 			},
 		},

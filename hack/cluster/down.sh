@@ -108,7 +108,7 @@ main() {
 	[ -f "$HOST_MARKER" ] && [ "$(cat "$HOST_MARKER")" = "$CLUSTER_DIR" ] && rm -f "$HOST_MARKER"
 	# runtime state; pki/, logs/ and the image store are kept
 	for ((i = 0; i < NODES; i++)); do
-		rm -rf "$(node_dir "$i")"/{kubelet,kubelet-pki,run,pod-logs,cni/ipam,containerd/state,containerd*.sock}
+		rm -rf "$(node_dir "$i")"/{kubelet,kubelet-pki,run,pod-logs,cni/ipam,containerd/state,containerd*.sock,device-plugins}
 	done
 	rm -rf "$CLUSTER_DIR/etcd" "$RUN" "$CLUSTER_DIR/cluster.env" "$CLUSTER_DIR/config.env"
 	[ "${PURGE:-0}" = 1 ] && rm -rf "$CLUSTER_DIR" && echo "removed $CLUSTER_DIR"

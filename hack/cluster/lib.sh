@@ -73,6 +73,12 @@ node_bridge() { echo "${LINK_PREFIX}node$1"; }
 cni_bridge() { echo "${LINK_PREFIX}cni$1"; }
 containerd_sock() { echo "$(node_dir "$1")/containerd.sock"; }
 cgroup_name() { node_name "$1"; }
+# Node 0 lives in the host's mount namespace (a one-node cluster is exactly
+# that); node i >= 1 runs its containerd and kubelet in a mount namespace of
+# its own, where its device_plugin_dir is bind-mounted on the kubelet's fixed
+# /var/lib/kubelet/device-plugins (node-ns.sh).
+private_ns() { (($1 > 0)); }
+device_plugin_dir() { echo "$(node_dir "$1")/device-plugins"; }
 
 kubectl() { "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 ctr_node() {

@@ -26,7 +26,7 @@ preflight() {
 		[ -x "$K8S_BIN/$b" ] || die "$K8S_BIN/$b missing: run make cluster-binaries"
 	done
 	[ -f "$IMAGES_DIR/pause.tar" ] || die "$IMAGES_DIR/pause.tar missing: run make images"
-	for b in containerd containerd-shim-runc-v2 runc ctr iptables nft openssl curl bc setsid ip; do
+	for b in containerd containerd-shim-runc-v2 runc ctr iptables nft openssl curl bc setsid ip unshare nsenter; do
 		command -v "$b" >/dev/null || die "$b not installed: run make cluster-up (it installs packages)"
 	done
 	[ -x "$CNI_BIN/bridge" ] || die "$CNI_BIN/bridge missing (containernetworking-plugins)"
@@ -116,20 +116,33 @@ start_controllers() {
 		--service-cluster-ip-range="$SERVICE_CIDR" --allocate-node-cidrs=false --v=1
 }
 
+# start_containerd I: node I's containerd; for a node with a private mount
+# namespace (private_ns) containerd creates it, through node-ns.sh, and so
+# owns it: its shims and containers, and the kubelet that joins it, resolve
+# hostPaths there.
 start_containerd() {
-	local i=$1 nd
+	local i=$1 nd ns=()
 	nd=$(node_dir "$i")
 	mkdir -p "$nd/pod-logs"
 	containerd_config "$i"
 	cni_config "$i"
-	start "containerd$i" containerd --config "$nd/containerd.toml"
+	if private_ns "$i"; then
+		mkdir -p "$DEVICE_PLUGIN_DIR" # the mount point (host.sh removes it if it created it)
+		ns=(unshare --mount --propagation slave -- "$(dirname "$0")/node-ns.sh" "$(device_plugin_dir "$i")")
+	fi
+	start "containerd$i" "${ns[@]}" containerd --config "$nd/containerd.toml"
 }
 
+# start_kubelet I: node I's kubelet, in its containerd's mount namespace.
 start_kubelet() {
-	local i=$1 nd
+	local i=$1 nd ns=()
 	nd=$(node_dir "$i")
 	kubelet_config "$i"
-	start "kubelet$i" "$K8S_BIN/kubelet" --config="$nd/kubelet.yaml" --kubeconfig="$nd/kubelet.kubeconfig" \
+	if private_ns "$i"; then
+		alive "containerd$i" || die "containerd$i is not running: its mount namespace is gone"
+		ns=(nsenter --mount="/proc/$(cat "$RUN/containerd$i.pid")/ns/mnt" --)
+	fi
+	start "kubelet$i" "${ns[@]}" "$K8S_BIN/kubelet" --config="$nd/kubelet.yaml" --kubeconfig="$nd/kubelet.kubeconfig" \
 		--root-dir="$nd/kubelet" --cert-dir="$nd/kubelet-pki" \
 		--hostname-override="$(node_name "$i")" --node-ip="$(node_ip "$i")" --v=2
 }
@@ -166,6 +179,11 @@ write_env() {
 			echo "NODE${i}_CONTAINERD=$(containerd_sock "$i")"
 			echo "NODE${i}_KUBELET_ROOT=$(node_dir "$i")/kubelet"
 			echo "NODE${i}_DIR=$(node_dir "$i")"
+			if private_ns "$i"; then
+				echo "NODE${i}_DEVICE_PLUGINS=$(device_plugin_dir "$i")"
+			else
+				echo "NODE${i}_DEVICE_PLUGINS=$DEVICE_PLUGIN_DIR"
+			fi
 		done
 	} >"$CLUSTER_DIR/cluster.env"
 }

@@ -6,7 +6,8 @@
 # an OCI archive $NODEVIRT_OUT/images/NAME.tar:
 #   pause               sandbox process of the local cluster
 #   probe               static test tool (HTTP server/client, API check)
-#   <cmd>               every cmd/<cmd> except nodectl: /usr/bin/<cmd>
+#   <cmd>               every cmd/<cmd> except the clients nodectl and
+#                       kubectl-nodevirt: /usr/bin/<cmd>
 #   nodevirt-launcher   QEMU with its library closure, firmware and keymaps
 #                       (self-contained, nothing from the host's /usr), plus
 #                       /usr/bin/nodevirt-launcher once cmd/nodevirt-launcher exists
@@ -54,7 +55,7 @@ image probe -entrypoint /probe "$tools/probe=/probe"
 cmds=()
 for d in "$root"/cmd/*/; do
 	name=$(basename "$d")
-	[ "$name" = nodectl ] && continue
+	case $name in nodectl | kubectl-nodevirt) continue ;; esac # clients, not in the cluster
 	compgen -G "$d*.go" >/dev/null || continue
 	cmds+=("$name")
 done

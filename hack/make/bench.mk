@@ -7,5 +7,6 @@ BENCH_FLAGS ?=
 
 .PHONY: bench
 
-bench: cluster-packages cluster-binaries images ## Run the benchmarks on the local cluster (BENCH_FLAGS: e.g. -only burst,restart -controller-vmis 1000); report in docs/benchmarks.md.
+bench: cluster-packages cluster-binaries images ## Run the benchmarks on the local cluster (BENCH_FLAGS: e.g. -only burst,restart -controller-vmis 1000); report in docs/benchmarks.md; then bench-migration (two nodes).
 	$(GO) run ./e2e/bench -docs $(BENCH_FLAGS)
+	$(MAKE) --no-print-directory bench-migration

@@ -12,5 +12,7 @@ test-e2e: cluster-packages cluster-binaries images ## Run the acceptance scenari
 	$(GO) test $(GOTEST_FLAGS) -v -timeout 30m ./e2e/acceptance/
 
 # The acceptance suite (part of go test ./...) runs longer than go test's
-# default 10 minute limit per package.
-GOTEST_FLAGS += -timeout 40m
+# default 10 minute limit per package, and the cluster suites (acceptance,
+# migration, consoleui, devices, localcluster) wait for each other on the
+# cluster lock inside their own time limit: together about 45 minutes.
+GOTEST_FLAGS += -timeout 85m

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -51,6 +52,9 @@ type Deps struct {
 	Network   Network
 	QEMU      QEMUDialer
 	Processes Processes
+	// Migration is the source end of the migration channel; nil: this
+	// node fails every outgoing migration.
+	Migration MigrationChannel
 }
 
 // Agent is the node agent. Create it with New and start it with Run.
@@ -63,7 +67,12 @@ type Agent struct {
 	metrics  *agentMetrics
 
 	vmis cache.SharedIndexInformer
-	pods cache.SharedIndexInformer
+	// incoming are the VMIs labelled kubevirt.io/migrationTargetNodeName=<node>:
+	// migrations to this node before their handoff.
+	incoming cache.SharedIndexInformer
+	pods     cache.SharedIndexInformer
+	// proxies are the outgoing migrations' channel ends, by VMI UID.
+	proxies map[string]io.Closer
 
 	mu      sync.Mutex
 	domains map[string]*domain // by VMI UID
@@ -88,6 +97,7 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		deps:    deps,
 		log:     deps.Log,
 		domains: map[string]*domain{},
+		proxies: map[string]io.Closer{},
 		now:     time.Now,
 	}
 	m, err := newAgentMetrics(deps.Registerer, cfg.NodeName, deps.Store.Path(), a.connectedDomains)
@@ -97,22 +107,30 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	a.metrics = m
 	a.loop = reconcile.New("vmi", reconcile.SyncFunc(a.sync), deps.Log, nil,
 		reconcile.WithKeyAttr("uid"), reconcile.WithObserver(m.observeSync))
-	a.vmis = virtinformers.NewSharedInformerFactoryWithOptions(deps.Virt, 0,
-		virtinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.LabelSelector = labels.Set{v1.NodeNameLabel: cfg.NodeName}.String()
-		})).Kubevirt().V1().VirtualMachineInstances().Informer()
+	a.vmis = vmiInformer(deps.Virt, v1.NodeNameLabel, cfg.NodeName)
+	a.incoming = vmiInformer(deps.Virt, v1.MigrationTargetNodeNameLabel, cfg.NodeName)
 	a.pods = informers.NewSharedInformerFactoryWithOptions(deps.Kube, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
 			o.LabelSelector = labels.Set{v1.AppLabel: v1.LauncherAppValue}.String()
 		})).Core().V1().Pods().Informer()
-	if err := a.vmis.AddIndexers(cache.Indexers{byUID: indexUID}); err != nil {
-		return nil, fmt.Errorf("agent: VMI indexer: %w", err)
+	for _, inf := range []cache.SharedIndexInformer{a.vmis, a.incoming} {
+		if err := inf.AddIndexers(cache.Indexers{byUID: indexUID}); err != nil {
+			return nil, fmt.Errorf("agent: VMI indexer: %w", err)
+		}
 	}
 	if err := a.pods.AddIndexers(cache.Indexers{byCreatedBy: indexCreatedBy}); err != nil {
 		return nil, fmt.Errorf("agent: pod indexer: %w", err)
 	}
 	return a, nil
+}
+
+// vmiInformer watches the VMIs labelled label=node.
+func vmiInformer(c versioned.Interface, label, node string) cache.SharedIndexInformer {
+	return virtinformers.NewSharedInformerFactoryWithOptions(c, 0,
+		virtinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = labels.Set{label: node}.String()
+		})).Kubevirt().V1().VirtualMachineInstances().Informer()
 }
 
 func indexUID(obj any) ([]string, error) {
@@ -172,15 +190,18 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.closeDomains()
 	a.recorder = a.newRecorder(ctx)
 
-	if _, err := a.vmis.AddEventHandler(reconcile.HandlerFunc(a.enqueueVMI)); err != nil {
-		return fmt.Errorf("agent: VMI handler: %w", err)
+	for _, inf := range []cache.SharedIndexInformer{a.vmis, a.incoming} {
+		if _, err := inf.AddEventHandler(reconcile.HandlerFunc(a.enqueueVMI)); err != nil {
+			return fmt.Errorf("agent: VMI handler: %w", err)
+		}
 	}
 	if _, err := a.pods.AddEventHandler(reconcile.HandlerFunc(a.enqueuePod)); err != nil {
 		return fmt.Errorf("agent: pod handler: %w", err)
 	}
 	go a.vmis.Run(ctx.Done())
+	go a.incoming.Run(ctx.Done())
 	go a.pods.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), a.vmis.HasSynced, a.pods.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), a.vmis.HasSynced, a.incoming.HasSynced, a.pods.HasSynced) {
 		return fmt.Errorf("agent: informer sync: %w", ctx.Err())
 	}
 	if err := a.enqueueRecords(ctx); err != nil {
@@ -224,7 +245,7 @@ func (a *Agent) resyncLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		for _, obj := range a.vmis.GetStore().List() {
+		for _, obj := range append(a.vmis.GetStore().List(), a.incoming.GetStore().List()...) {
 			a.enqueueVMI(obj)
 		}
 		if err := a.enqueueRecords(ctx); err != nil {
@@ -268,8 +289,10 @@ func (a *Agent) connectedDomains() int {
 	return n
 }
 
-// dropDomain closes and forgets the runtime of uid.
+// dropDomain closes and forgets the runtime of uid and its outgoing
+// migration channel.
 func (a *Agent) dropDomain(uid string) {
+	a.closeProxy(uid)
 	a.mu.Lock()
 	d := a.domains[uid]
 	delete(a.domains, uid)
@@ -282,45 +305,104 @@ func (a *Agent) dropDomain(uid string) {
 // closeDomains closes every connection without touching QEMU.
 func (a *Agent) closeDomains() {
 	a.mu.Lock()
-	ds := a.domains
-	a.domains = map[string]*domain{}
+	ds, ps := a.domains, a.proxies
+	a.domains, a.proxies = map[string]*domain{}, map[string]io.Closer{}
 	a.mu.Unlock()
 	for _, d := range ds {
 		d.close()
 	}
+	for _, p := range ps {
+		go p.Close() // drains in the background; the process exit cuts it
+	}
 }
 
-// podOf returns the launcher pod of the VMI uid: a running one if any.
-func (a *Agent) podOf(uid string) *corev1.Pod {
-	objs, err := a.pods.GetIndexer().ByIndex(byCreatedBy, uid)
+// podOf returns the launcher pod of o's VMI on this node. Several may
+// exist for one VMI UID (a completed source pod after A→B→A, a migration's
+// target pod): the record's pod when there is a live record; for an
+// incoming migration its target pod (label kubevirt.io/migrationJobUID);
+// else a pod that is neither completed nor deleting, if any.
+func (a *Agent) podOf(o *Observation) *corev1.Pod {
+	objs, err := a.pods.GetIndexer().ByIndex(byCreatedBy, o.UID)
 	if err != nil {
 		return nil
 	}
-	var best *corev1.Pod
+	pods := make([]*corev1.Pod, 0, len(objs))
 	for _, obj := range objs {
-		p, ok := obj.(*corev1.Pod)
-		if !ok {
-			continue
+		if p, ok := obj.(*corev1.Pod); ok {
+			pods = append(pods, p)
 		}
-		if best == nil || (best.DeletionTimestamp != nil && p.DeletionTimestamp == nil) {
+	}
+	if p := pickPod(pods, o); p != nil {
+		return p.DeepCopy()
+	}
+	return nil
+}
+
+// pickPod chooses o's launcher pod among pods (see podOf). It is pure.
+func pickPod(pods []*corev1.Pod, o *Observation) *corev1.Pod {
+	if o.liveRecord() && o.Record.PodUID != "" {
+		for _, p := range pods {
+			if string(p.UID) == o.Record.PodUID {
+				return p
+			}
+		}
+	}
+	if ms := o.incoming(); ms != nil {
+		for _, p := range pods {
+			if p.Labels[v1.MigrationJobUIDLabel] == string(ms.MigrationUID) {
+				return p
+			}
+		}
+		return nil
+	}
+	var best *corev1.Pod
+	score := func(p *corev1.Pod) int {
+		n := 0
+		if p.DeletionTimestamp == nil {
+			n += 2
+		}
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			n += 4
+		}
+		return n
+	}
+	for _, p := range pods {
+		if best == nil || score(p) > score(best) {
 			best = p
 		}
 	}
-	if best == nil {
-		return nil
-	}
-	return best.DeepCopy()
+	return best
 }
 
-// vmiOf returns a copy of the VMI with the given UID from the cache.
+// vmiOf returns a copy of the VMI with the given UID from the caches: the
+// node's VMIs first, then the incoming migrations'. A VMI in both (during
+// the handoff) is taken from the newer object.
 func (a *Agent) vmiOf(uid string) *v1.VirtualMachineInstance {
-	objs, err := a.vmis.GetIndexer().ByIndex(byUID, uid)
-	if err != nil || len(objs) == 0 {
+	var found *v1.VirtualMachineInstance
+	for _, inf := range []cache.SharedIndexInformer{a.vmis, a.incoming} {
+		objs, err := inf.GetIndexer().ByIndex(byUID, uid)
+		if err != nil || len(objs) == 0 {
+			continue
+		}
+		vmi, ok := objs[0].(*v1.VirtualMachineInstance)
+		if !ok {
+			continue
+		}
+		if found == nil || newerRV(vmi.ResourceVersion, found.ResourceVersion) {
+			found = vmi
+		}
+	}
+	if found == nil {
 		return nil
 	}
-	vmi, ok := objs[0].(*v1.VirtualMachineInstance)
-	if !ok {
-		return nil
+	return found.DeepCopy()
+}
+
+// newerRV compares two resource versions of one object from the same API
+// server as decimal numbers (etcd revisions): the longer, else the larger.
+func newerRV(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) > len(b)
 	}
-	return vmi.DeepCopy()
+	return a > b
 }

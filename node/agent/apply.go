@@ -47,6 +47,14 @@ func (a *Agent) apply(ctx context.Context, act ActionKind, o *Observation) error
 		return a.reapplyPause(ctx, o)
 	case ActReboot:
 		return a.advanceReboot(ctx, o)
+	case ActIncoming:
+		return a.prepareIncoming(ctx, o)
+	case ActResumeArrived:
+		return a.resumeArrivedGuest(ctx, o)
+	case ActTargetDetected:
+		return a.reportTargetDetected(ctx, o)
+	case ActMigrateSource:
+		return a.migrateSource(ctx, o)
 	}
 	return fmt.Errorf("unknown action %q", act)
 }
@@ -92,7 +100,16 @@ func (a *Agent) createRecord(ctx context.Context, o *Observation) error {
 	if g := o.VMI.Spec.Domain.Devices.AutoattachGraphicsDevice; g == nil || *g {
 		rec.Sockets.VNC = pod.Socket(podfs.VNCSocket) // QEMU has VGA + VNC
 	}
-	if err := a.deps.Store.Put(ctx, rec, a.event("Adopted", "launcher pod "+o.Pod.Name)); err != nil {
+	msg := "launcher pod " + o.Pod.Name
+	if m := a.targetRecord(o); m != nil {
+		// A migration target: the guest's pause travels with the
+		// migration stream; the user's pause intent is the VMI's
+		// Paused condition, not its start strategy.
+		rec.Migration = m
+		rec.Intent.Paused = conditionTrue(o.VMI, v1.VirtualMachineInstancePaused)
+		msg += ", target of migration " + m.UID + " from " + m.SourceNode
+	}
+	if err := a.deps.Store.Put(ctx, rec, a.event("Adopted", msg)); err != nil {
 		return err
 	}
 	o.Record = &rec
@@ -158,6 +175,7 @@ func (a *Agent) launch(ctx context.Context, o *Observation) error {
 		Interfaces:     nics(o.Record.Interfaces),
 		Paths:          launchspec.DefaultPaths(),
 		StartPaused:    o.Record.Intent.Paused,
+		Incoming:       o.incomingTarget(),
 	})
 	if err != nil {
 		a.warn(o.VMI, "SyncFailed", err.Error())
@@ -225,19 +243,30 @@ func (a *Agent) powerdown(ctx context.Context, o *Observation) error {
 
 // quit stops QEMU now: QMP quit, or SIGKILL when QMP does not work.
 func (a *Agent) quit(ctx context.Context, o *Observation) error {
+	d := a.domain(o.UID)
 	if conn, err := a.qmp(ctx, o); err == nil {
 		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		err = conn.Quit(qctx)
 		cancel()
 		if err == nil {
+			d.setQuitAt(a.now())
 			return nil
 		}
+	}
+	if at := d.quitSentAt(); !at.IsZero() && a.now().Sub(at) < quitGrace {
+		return nil // it accepted quit and is exiting
 	}
 	if o.Record != nil && a.deps.Processes.Alive(o.Record.Process) {
 		return a.deps.Processes.Kill(o.Record.Process)
 	}
 	return nil
 }
+
+// quitGrace is how long a QEMU that accepted quit gets to exit before the
+// agent kills it: freeing a large guest's memory takes a while under load,
+// and a killed QEMU ends its launcher and pod as failed (a source pod whose
+// guest migrated away must complete).
+const quitGrace = 10 * time.Second
 
 // qmp returns the domain's QMP connection, attaching if needed.
 func (a *Agent) qmp(ctx context.Context, o *Observation) (Monitor, error) {

@@ -26,6 +26,11 @@ type Config struct {
 	// waits for the guest to shut down on the ACPI power button before it
 	// is abandoned (the node API's softreboot waits as long).
 	SoftRebootTimeout time.Duration
+	// MigrationAddress is where other agents reach this agent's migration
+	// channel (the agent pod's IP and migration port), written to
+	// migrationState.targetNodeAddress; "" makes this node refuse to be a
+	// migration target.
+	MigrationAddress string
 }
 
 // DefaultConfig returns the defaults for everything but NodeName.

@@ -1,9 +1,11 @@
 // Package agent is the node agent's reconcile loop (see package node for
 // the phase diagram and the reconcile model).
 //
-// Shape (sample-controller): two informers — VMIs labelled
-// kubevirt.io/nodeName=<node>, launcher pods on the node (field selector
-// spec.nodeName) — feed a typed rate-limited workqueue keyed by VMI UID;
+// Shape (sample-controller): three informers — VMIs labelled
+// kubevirt.io/nodeName=<node>, VMIs labelled
+// kubevirt.io/migrationTargetNodeName=<node> (incoming live migrations),
+// launcher pods on the node (field selector spec.nodeName) — feed a typed
+// rate-limited workqueue keyed by VMI UID;
 // Config.Workers goroutines run sync(ctx, uid). The queue and its workers
 // are the work loop the controller uses too (cluster/reconcile.Loop, with
 // the agent's own nodevirt_agent_reconcile_duration_seconds as its
@@ -62,6 +64,23 @@
 // except that it turns the balloon's guest-stats polling on when it finds
 // it off. The agent's own metrics (reconcile and QMP latency, store size)
 // go to Deps.Registerer.
+//
+// Live migration (migrationplan.go, migrationtarget.go,
+// migrationsource.go; docs/migration.md): a VMI in the cache through the
+// target label only is an incoming migration — record (role target)
+// first, network, cloud-init, QEMU with -incoming defer, migrate-incoming,
+// then the target's migrationState fields (field manager
+// nodevirt-agent-migration-target); no phase or condition before the
+// handoff. A VMI of this node whose migrationState names it the source is
+// migrated through node/migration's channel once the target is ready;
+// the source writes startTimestamp, endTimestamp, completed, failed,
+// failureReason, mode and abortStatus (nodevirt-agent-migration-source)
+// and, once completed, nothing else. Every step is persisted in
+// Record.Migration before its effect; after a restart QEMU's
+// query-migrate decides. The transfer mode (migrationmode.go) is PreCopy
+// under KVM and Paused under TCG, whose dirty tracking loses pages of a
+// running guest: the source stops the guest for the transfer, the target
+// resumes it on arrival, a failed transfer resumes it on the source.
 //
 // Concurrency: the domain runtime (domain.go) is shared between the sync of
 // its VMI and its watcher goroutines (QMP events, guest agent pings), which

@@ -43,6 +43,19 @@ type domain struct {
 	// the power button (reboot.go), nil when none waits.
 	rebootWaiter chan error
 
+	// The outgoing migration's last RAM remaining and when it last shrank
+	// (progressTimeout).
+	migRemaining int64
+	migProgress  time.Time
+	// migStatus is the last MIGRATION event's status on this connection:
+	// on a QEMU that was itself a migration target, query-migrate reports
+	// its old incoming status ("completed") over the outgoing one (QEMU
+	// 7.2), so the events are the outgoing migration's truth.
+	migStatus string
+
+	// quitAt is when this process's quit was accepted (ActQuit).
+	quitAt time.Time
+
 	// opMu serialises run-state changes (pause, unpause and their
 	// re-application by sync) so an intent and its QMP command are never
 	// interleaved with another's.
@@ -93,16 +106,24 @@ func (d *domain) attach(ctx context.Context, qmpPath, qgaPath string) (store.Pro
 	}
 	d.conn, d.runState, d.stopWatch = conn, st.Status, cancel
 	d.mu.Unlock()
-	portOpened := make(chan struct{}, 1)
-	go d.watchQMP(wctx, conn, portOpened)
-	go d.watchGuestAgent(wctx, qgaPath, portOpened)
+	probeNow := make(chan struct{}, 1)
+	go d.watchQMP(wctx, conn, probeNow)
+	go d.watchGuestAgent(wctx, qgaPath, probeNow)
 	return proc, nil
 }
 
 // watchQMP follows run-state events until the connection ends, and tells
-// the guest agent watcher (portOpened) when the guest opens a
-// virtio-serial port: qemu-ga has just started.
-func (d *domain) watchQMP(ctx context.Context, conn MonitorConn, portOpened chan<- struct{}) {
+// the guest agent watcher (probeNow) when qemu-ga may have just become
+// reachable: the guest opened a virtio-serial port (qemu-ga started), or
+// an incoming migration brought the guest here (its qemu-ga has the port
+// open already, so no port event follows).
+func (d *domain) watchQMP(ctx context.Context, conn MonitorConn, probeNow chan<- struct{}) {
+	poke := func() {
+		select {
+		case probeNow <- struct{}{}:
+		default: // a probe is already due
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -121,19 +142,24 @@ func (d *domain) watchQMP(ctx context.Context, conn MonitorConn, portOpened chan
 			}
 			if ev.Name == "VSERPORT_CHANGE" {
 				if vserportOpened(ev.Data) {
-					select {
-					case portOpened <- struct{}{}:
-					default: // a probe is already due
-					}
+					poke()
 				}
 				continue
 			}
-			d.onEvent(ctx, conn, ev.Name, conn.Dropped() > 0)
+			if ev.Name == "MIGRATION" {
+				d.setMigrationStatus(migrationEventStatus(ev.Data))
+			}
+			if arrived := d.onEvent(ctx, conn, ev.Name, conn.Dropped() > 0); arrived {
+				poke()
+			}
 		}
 	}
 }
 
-func (d *domain) onEvent(ctx context.Context, conn Monitor, name string, dropped bool) {
+// onEvent updates the run state after event name and enqueues the VMI. It
+// reports whether the state left inmigrate: an incoming migration ended
+// and the guest runs in this QEMU.
+func (d *domain) onEvent(ctx context.Context, conn Monitor, name string, dropped bool) (arrived bool) {
 	state := ""
 	switch name {
 	case "STOP":
@@ -150,10 +176,13 @@ func (d *domain) onEvent(ctx context.Context, conn Monitor, name string, dropped
 		state = "running"
 	case "SHUTDOWN":
 		state = "shutdown"
-	case "POWERDOWN":
+	case "POWERDOWN", "MIGRATION":
+		// MIGRATION: the run state may change with it (inmigrate to
+		// running on a target, postmigrate on a source); the sync asks
+		// QEMU how the migration goes.
 	default:
 		if !dropped {
-			return
+			return false
 		}
 	}
 	if state == "" || dropped {
@@ -161,14 +190,24 @@ func (d *domain) onEvent(ctx context.Context, conn Monitor, name string, dropped
 		st, err := conn.QueryStatus(qctx)
 		cancel()
 		if err != nil {
-			return // the connection is failing; Done will follow
+			return false // the connection is failing; Done will follow
 		}
 		state = st.Status
 	}
 	d.mu.Lock()
+	arrived = d.runState == qmp.RunStateInMigrate && state != qmp.RunStateInMigrate
 	d.runState = state
 	d.mu.Unlock()
 	d.enqueue(d.uid)
+	return arrived
+}
+
+// incomingPending reports whether the guest has not arrived in this QEMU
+// yet.
+func (d *domain) incomingPending() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.runState == qmp.RunStateInMigrate
 }
 
 // vserportOpened reports whether a VSERPORT_CHANGE event's data says the
@@ -181,7 +220,9 @@ func vserportOpened(data json.RawMessage) bool {
 }
 
 // Guest agent probing: a ping every agentPeriod, and at once when the guest
-// opens its virtio-serial port (QMP VSERPORT_CHANGE); the agent counts as
+// opens its virtio-serial port (QMP VSERPORT_CHANGE) or arrives by an
+// incoming migration; none while it has not arrived (a ping would only sit
+// in the channel until it does). The agent counts as
 // disconnected only after agentFailures failed pings in a row, so one slow
 // or garbled answer (for example right after another client used the
 // channel) does not flap AgentConnected.
@@ -194,9 +235,9 @@ const (
 	agentRetry = 500 * time.Millisecond
 )
 
-// watchGuestAgent pings the guest agent periodically and when the guest
-// opens its port, and enqueues the VMI when its connectivity changes.
-func (d *domain) watchGuestAgent(ctx context.Context, path string, portOpened <-chan struct{}) {
+// watchGuestAgent pings the guest agent periodically and when probeNow
+// says, and enqueues the VMI when its connectivity changes.
+func (d *domain) watchGuestAgent(ctx context.Context, path string, probeNow <-chan struct{}) {
 	var ga GuestAgent
 	defer func() {
 		if ga != nil {
@@ -213,10 +254,13 @@ func (d *domain) watchGuestAgent(ctx context.Context, path string, portOpened <-
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-portOpened:
+		case <-probeNow:
 			opened = true
 		}
 		t.Reset(agentPeriod)
+		if d.incomingPending() {
+			continue
+		}
 		info, err := d.probeAgent(ctx, &ga, path)
 		if err != nil && opened {
 			t.Reset(agentRetry)
@@ -370,4 +414,56 @@ func (d *domain) guestAgent() GuestAgent {
 		return nil
 	}
 	return d.ga
+}
+
+// progress records the outgoing migration's remaining RAM at now and
+// returns when it last shrank; a zero now resets the clock.
+func (d *domain) progress(remaining int64, now time.Time) time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if now.IsZero() {
+		d.migProgress, d.migRemaining = time.Time{}, 0
+		return now
+	}
+	if d.migProgress.IsZero() || remaining < d.migRemaining {
+		d.migProgress = now
+	}
+	d.migRemaining = remaining
+	return d.migProgress
+}
+
+// migrationEventStatus is the status of a MIGRATION event's data.
+func migrationEventStatus(data json.RawMessage) string {
+	var d struct {
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(data, &d)
+	return d.Status
+}
+
+func (d *domain) setMigrationStatus(s string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.migStatus = s
+}
+
+// migrationStatus is the last MIGRATION event's status seen by this
+// process ("" when none since the last reset).
+func (d *domain) migrationStatus() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.migStatus
+}
+
+func (d *domain) setQuitAt(t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.quitAt = t
+}
+
+// quitSentAt is when QEMU accepted this process's quit (zero: never).
+func (d *domain) quitSentAt() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.quitAt
 }

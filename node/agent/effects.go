@@ -2,12 +2,14 @@ package agent
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
 
 	"github.com/nodevirt/nodevirt/netsetup"
 	"github.com/nodevirt/nodevirt/node/launcher"
 	"github.com/nodevirt/nodevirt/node/launchspec"
+	"github.com/nodevirt/nodevirt/node/migration"
 	"github.com/nodevirt/nodevirt/qmp"
 	"github.com/nodevirt/nodevirt/store"
 )
@@ -99,4 +101,37 @@ type Processes interface {
 	Alive(p store.Process) bool
 	// Kill sends SIGKILL to p; a process already gone is not an error.
 	Kill(p store.Process) error
+}
+
+// Migrator is the QMP commands of a live migration (the host connection,
+// a *qmp.Conn, has them).
+type Migrator interface {
+	Monitor
+	QueryMigrate(ctx context.Context) (qmp.MigrationInfo, error)
+	Migrate(ctx context.Context, uri string) error
+	MigrateIncoming(ctx context.Context, uri string) error
+	MigrateCancel(ctx context.Context) error
+	MigrateSetCapabilities(ctx context.Context, caps ...qmp.MigrationCapability) error
+	MigrateSetParameters(ctx context.Context, p qmp.MigrationParameters) error
+	QueryKVM(ctx context.Context) (qmp.KVMInfo, error)
+}
+
+// MigrationChannel opens the source end of the agents' migration channel
+// for one migration: a unix socket at path (in the pod's sockets dir) that
+// QEMU migrates to, forwarded over mutual TLS (node/migration). Closing it
+// cuts the streams.
+type MigrationChannel interface {
+	Listen(path string, route migration.Route) (io.Closer, error)
+}
+
+// MigrationDialer is the host MigrationChannel.
+type MigrationDialer struct{ migration.Dialer }
+
+// Listen opens the proxy socket of route at path.
+func (d MigrationDialer) Listen(path string, route migration.Route) (io.Closer, error) {
+	p, err := d.Dialer.Listen(path, route)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }

@@ -22,6 +22,11 @@ func domainState(o *Observation) (status.Domain, string) {
 	if o.Runtime.QMPConnected {
 		switch o.Runtime.RunState {
 		case "paused", "prelaunch": // prelaunch: started with -S (startStrategy Paused)
+			if o.Record != nil && o.Record.Migration != nil && o.Record.Migration.StoppedGuest {
+				// Stopped by the source for a Paused transfer: not the
+				// user's pause (migrationState.mode says Paused).
+				return status.DomainRunning, ""
+			}
 			return status.DomainPaused, ""
 		case "running", "inmigrate", "postmigrate", "finish-migrate", "suspended":
 			return status.DomainRunning, ""
@@ -74,13 +79,8 @@ func facts(o *Observation) (status.Facts, bool) {
 	}
 	if o.Record != nil {
 		f.Interfaces = statusInterfaces(o.Record.Interfaces)
-		for _, i := range o.Record.Interfaces {
-			if i.Binding == bindingBridge {
-				f.NotMigratableReason = v1.ReasonInterfaceNotLiveMigratable
-				f.NotMigratableMessage = fmt.Sprintf("cannot migrate VMI which does not use masquerade to connect to the pod network (interface %q)", i.Name)
-			}
-		}
 	}
+	f.NotMigratableReason, f.NotMigratableMessage = notMigratable(o.VMI, o.Record)
 	return f, true
 }
 

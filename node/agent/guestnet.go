@@ -84,7 +84,11 @@ func mergeGuestNet(domain []v1.VirtualMachineInstanceNetworkInterface, g guestNe
 		if !g.Known {
 			if c := findByName(cur, out[i].Name); c != nil && c.InfoSource == infoSourceBoth {
 				out[i].InterfaceName, out[i].InfoSource = c.InterfaceName, c.InfoSource
-				out[i].IPAddresses, out[i].IPAddress = c.IPAddresses, c.IPAddress
+				if !masq[out[i].Name] {
+					// Behind masquerade the address is the pod's, which
+					// the domain knows (and a migration changes).
+					out[i].IPAddresses, out[i].IPAddress = c.IPAddresses, c.IPAddress
+				}
 			}
 			continue
 		}

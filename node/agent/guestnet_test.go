@@ -69,6 +69,12 @@ func TestMergeGuestNet(t *testing.T) {
 		domain: []v1.VirtualMachineInstanceNetworkInterface{dom("default", "02:00:00:00:00:01", "10.244.0.5")},
 		cur:    []v1.VirtualMachineInstanceNetworkInterface{both(dom("default", "02:00:00:00:00:01", "10.244.0.5"), "enp1s0", "2001:db8::5")},
 		want:   []v1.VirtualMachineInstanceNetworkInterface{both(dom("default", "02:00:00:00:00:01", "10.244.0.5"), "enp1s0", "2001:db8::5")},
+	}, {
+		name:   "masquerade, guest not asked yet after a migration: the new pod IP, the guest's name kept",
+		domain: []v1.VirtualMachineInstanceNetworkInterface{dom("default", "02:00:00:00:00:01", "10.244.1.7")},
+		masq:   map[string]bool{"default": true},
+		cur:    []v1.VirtualMachineInstanceNetworkInterface{both(dom("default", "02:00:00:00:00:01", "10.244.0.5"), "eth0")},
+		want:   []v1.VirtualMachineInstanceNetworkInterface{both(dom("default", "02:00:00:00:00:01", "10.244.1.7"), "eth0")},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

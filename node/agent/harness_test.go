@@ -27,6 +27,7 @@ import (
 	"github.com/nodevirt/nodevirt/hack/testenv/apiserver"
 	"github.com/nodevirt/nodevirt/node/launcher"
 	"github.com/nodevirt/nodevirt/node/podfs"
+	"github.com/nodevirt/nodevirt/node/unixsock"
 )
 
 const testNode = "node1"
@@ -64,8 +65,7 @@ type harness struct {
 	// agentArgs are extra flags of every agent start.
 	agentArgs []string
 
-	mu    sync.Mutex
-	agent *exec.Cmd
+	agent agentProc
 }
 
 func newHarness(t *testing.T) *harness {
@@ -147,52 +147,16 @@ func (h *harness) startAgent(t *testing.T) time.Time {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	h.mu.Lock()
-	h.agent = cmd
-	h.mu.Unlock()
+	h.agent.set(cmd)
 	return start
 }
 
 // killAgent SIGKILLs the agent and reaps it.
-func (h *harness) killAgent() {
-	h.mu.Lock()
-	cmd := h.agent
-	h.agent = nil
-	h.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-}
+func (h *harness) killAgent() { h.agent.kill() }
 
-func (h *harness) stopAgent() {
-	h.mu.Lock()
-	cmd := h.agent
-	h.agent = nil
-	h.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-}
+func (h *harness) stopAgent() { h.agent.stop() }
 
-func (h *harness) agentPID() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.agent == nil {
-		return 0
-	}
-	return h.agent.Process.Pid
-}
+func (h *harness) agentPID() int { return h.agent.pid() }
 
 // vmOpts shape a test VMI.
 type vmOpts struct {
@@ -420,7 +384,7 @@ func (v *vm) launcherStatus() (launcher.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	var st launcher.Status
-	err := withShortPath(v.pod.Socket(podfs.LauncherSocket), func(p string) error {
+	err := unixsock.WithPath(v.pod.Socket(podfs.LauncherSocket), func(p string) error {
 		var err error
 		st, err = launcher.NewClient(p).Status(ctx)
 		return err
@@ -428,28 +392,13 @@ func (v *vm) launcherStatus() (launcher.Status, error) {
 	return st, err
 }
 
-// withShortPath calls fn with a path to the socket at path that fits in
-// sun_path (108 bytes), through /proc/self/fd/<dir fd>/<name>: kubelet pod
-// paths are longer than that.
-func withShortPath(path string, fn func(string) error) error {
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	return fn(fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), filepath.Base(path)))
-}
-
-// dial connects to the unix socket at path.
+// dial connects to the unix socket at path, however long.
 func dial(ctx context.Context, path string) (net.Conn, error) {
-	var c net.Conn
-	err := withShortPath(path, func(p string) error {
-		var d net.Dialer
-		var err error
-		c, err = d.DialContext(ctx, "unix", p)
-		return err
-	})
-	return c, err
+	c, err := unixsock.Dial(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // qemuPID is QEMU's host pid, from SO_PEERCRED on its QMP socket.

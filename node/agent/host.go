@@ -12,12 +12,13 @@ import (
 	"github.com/nodevirt/nodevirt/netsetup"
 	"github.com/nodevirt/nodevirt/node/launcher"
 	"github.com/nodevirt/nodevirt/node/launchspec"
+	"github.com/nodevirt/nodevirt/node/unixsock"
 	"github.com/nodevirt/nodevirt/qmp"
 	"github.com/nodevirt/nodevirt/store"
 )
 
 // The host implementations of the agent's effects (effects.go). Each
-// reaches unix sockets of any length (withSocketPath).
+// reaches unix sockets of any length (node/unixsock).
 
 // HostLauncher talks to launchers over their control sockets.
 type HostLauncher struct{}
@@ -25,7 +26,7 @@ type HostLauncher struct{}
 // Status asks the launcher listening at socket for its status.
 func (HostLauncher) Status(ctx context.Context, socket string) (launcher.Status, error) {
 	var st launcher.Status
-	err := withSocketPath(socket, func(short string) error {
+	err := unixsock.WithPath(socket, func(short string) error {
 		var err error
 		st, err = launcher.NewClient(short).Status(ctx)
 		return err
@@ -35,7 +36,7 @@ func (HostLauncher) Status(ctx context.Context, socket string) (launcher.Status,
 
 // Launch hands spec to the launcher listening at socket.
 func (HostLauncher) Launch(ctx context.Context, socket string, spec launchspec.Spec) error {
-	return withSocketPath(socket, func(short string) error {
+	return unixsock.WithPath(socket, func(short string) error {
 		_, err := launcher.NewClient(short).Launch(ctx, spec)
 		return err
 	})
@@ -44,7 +45,7 @@ func (HostLauncher) Launch(ctx context.Context, socket string, spec launchspec.S
 // PID is the host pid of the launcher listening at socket.
 func (HostLauncher) PID(ctx context.Context, socket string) (int, error) {
 	var pid int
-	err := withSocketPath(socket, func(short string) error {
+	err := unixsock.WithPath(socket, func(short string) error {
 		var err error
 		pid, err = launcher.PeerPID(ctx, short)
 		return err
@@ -88,7 +89,7 @@ const eventBuffer = 32
 // DialQMP connects to QMP at path, learns the peer's host pid, completes
 // the handshake and subscribes to every event.
 func (HostQEMU) DialQMP(ctx context.Context, path string) (MonitorConn, int, error) {
-	nc, err := dialUnix(ctx, path)
+	nc, err := unixsock.Dial(ctx, path)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -106,7 +107,7 @@ func (HostQEMU) DialQMP(ctx context.Context, path string) (MonitorConn, int, err
 
 // DialGuestAgent connects to the guest agent at path.
 func (HostQEMU) DialGuestAgent(ctx context.Context, path string) (GuestAgent, error) {
-	nc, err := dialUnix(ctx, path)
+	nc, err := unixsock.Dial(ctx, path)
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,8 @@ type RuntimeView struct {
 // It is plain data so plan and status derivation are pure functions of it.
 type Observation struct {
 	UID string
+	// Node is this agent's node name.
+	Node string
 	// VMI is nil when the VMI is gone from the API (or not on this node).
 	VMI *v1.VirtualMachineInstance
 	// Pod is the VMI's launcher pod on this node, nil if none is known.

@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"os"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/node/launcher"
 	"github.com/nodevirt/nodevirt/node/podfs"
 	"github.com/nodevirt/nodevirt/store"
@@ -15,7 +19,7 @@ import (
 // observe gathers what is known of the VMI uid: the caches, the store, the
 // launcher and the in-memory runtime. Every blocking call is bounded.
 func (a *Agent) observe(ctx context.Context, uid string) (*Observation, error) {
-	o := &Observation{UID: uid, VMI: a.vmiOf(uid), Pod: a.podOf(uid), Now: a.now()}
+	o := &Observation{UID: uid, Node: a.cfg.NodeName, VMI: a.vmiOf(uid), Now: a.now()}
 	rec, err := a.deps.Store.Get(ctx, uid)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -24,6 +28,18 @@ func (a *Agent) observe(ctx context.Context, uid string) (*Observation, error) {
 	default:
 		o.Record = &rec
 	}
+	if o.VMI == nil && o.liveRecord() {
+		// Not in the caches: gone, moved off this node, or between the
+		// two informers during a migration's handoff (one sees the label
+		// go before the other sees it come). Ask the API server before
+		// anything is torn down.
+		vmi, err := a.liveVMI(ctx, o.Record)
+		if err != nil {
+			return nil, err
+		}
+		o.VMI = vmi
+	}
+	o.Pod = a.podOf(o)
 	if o.VMI == nil && o.Record == nil {
 		return o, nil
 	}
@@ -99,4 +115,26 @@ func readExit(path string) (launcher.Exit, error) {
 		return launcher.Exit{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return e, nil
+}
+
+// liveVMI reads the record's VMI from the API server; nil when it is gone
+// or labelled for neither this node nor a migration to it.
+func (a *Agent) liveVMI(ctx context.Context, rec *store.Record) (*v1.VirtualMachineInstance, error) {
+	if rec.Name == "" {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+	defer cancel()
+	vmi, err := a.deps.Virt.KubevirtV1().VirtualMachineInstances(rec.Namespace).Get(ctx, rec.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get VMI %s/%s: %w", rec.Namespace, rec.Name, err)
+	case string(vmi.UID) != rec.UID:
+		return nil, nil
+	case vmi.Labels[v1.NodeNameLabel] == a.cfg.NodeName, vmi.Labels[v1.MigrationTargetNodeNameLabel] == a.cfg.NodeName:
+		return vmi, nil
+	}
+	return nil, nil
 }

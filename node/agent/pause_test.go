@@ -7,6 +7,7 @@ import (
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/node/status"
+	"github.com/nodevirt/nodevirt/store"
 )
 
 func pausedIntent(o *Observation) { o.Record.Intent.Paused = true }
@@ -62,6 +63,17 @@ func TestDomainState_PausedStates(t *testing.T) {
 		if got != want {
 			t.Errorf("run state %q: domain %q, want %q", state, got, want)
 		}
+	}
+}
+
+// A guest the source stopped for a Paused transfer is not paused by the
+// user: no Paused condition during the migration.
+func TestDomainState_StoppedForMigration(t *testing.T) {
+	o := obs(v1.Running, withQEMU, runState("paused"), func(o *Observation) {
+		o.Record.Migration = &store.Migration{UID: migUID, Role: roleSource, State: migMigrating, StoppedGuest: true}
+	})
+	if got, _ := domainState(o); got != status.DomainRunning {
+		t.Errorf("stopped for the transfer: domain %q, want %q", got, status.DomainRunning)
 	}
 }
 

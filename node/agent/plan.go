@@ -67,6 +67,9 @@ func plan(o *Observation) Plan {
 	switch {
 	case o.VMI == nil:
 		return planOrphan(o)
+	case !o.owner():
+		// In the cache through the migration target label only.
+		return planTarget(o)
 	case !o.VMI.Status.Phase.OwnedByAgent():
 		return Plan{} // the controller's; it labels the VMI before Scheduled
 	case o.deleting():
@@ -182,7 +185,7 @@ func planRun(o *Observation) Plan {
 			p.Requeue = requeue
 		}
 		p.PatchStatus = true
-		return p
+		return sourcePlan(o, p)
 	default: // LauncherExited
 		return Plan{Actions: releaseIfLive(o), PatchStatus: true}
 	}

@@ -18,9 +18,11 @@ var now = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // obs builds an observation from a VMI phase and options.
 func obs(phase v1.VirtualMachineInstancePhase, opts ...func(*Observation)) *Observation {
 	o := &Observation{
-		UID: "u1",
+		UID:  "u1",
+		Node: "node1",
 		VMI: &v1.VirtualMachineInstance{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm", UID: "u1",
+				Labels:     map[string]string{v1.NodeNameLabel: "node1"},
 				Finalizers: []string{v1.VirtualMachineInstanceFinalizer}},
 			Spec: v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{Devices: v1.Devices{
 				AutoattachPodInterface: new(bool),

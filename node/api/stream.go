@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/nodevirt/nodevirt/node/unixsock"
 	"github.com/nodevirt/nodevirt/store"
 )
 
@@ -65,7 +66,7 @@ func (s *Server) bridge(w http.ResponseWriter, r *http.Request, uid, kind string
 	defer s.release(key, done)
 
 	dctx, dcancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-	nc, err := dialSocket(dctx, path)
+	nc, err := unixsock.Dial(dctx, path)
 	dcancel()
 	if err != nil {
 		s.fail(w, r, fmt.Errorf("VMI %s %s: %w: %w", uid, kind, ErrNotRunning, err))

@@ -70,7 +70,7 @@ func ServerTLS(certs ServingCertificates, roots certrotation.Roots, log *slog.Lo
 // authorizeClient verifies the client chain against roots and wants
 // ClientName.
 func authorizeClient(cs tls.ConnectionState, roots certrotation.Roots) error {
-	leaf, err := verifyChain(cs, roots, "", x509.ExtKeyUsageClientAuth)
+	leaf, err := certrotation.VerifyPeer(cs, roots, "", x509.ExtKeyUsageClientAuth)
 	if err != nil {
 		return err
 	}
@@ -94,29 +94,8 @@ func ClientTLS(certs ClientCertificates, roots certrotation.Roots, node string) 
 		// the chain against the current pool instead.
 		InsecureSkipVerify: true,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			_, err := verifyChain(cs, roots, node, x509.ExtKeyUsageServerAuth)
+			_, err := certrotation.VerifyPeer(cs, roots, node, x509.ExtKeyUsageServerAuth)
 			return err
 		},
 	}
-}
-
-// verifyChain verifies the peer's chain against roots' current pool for
-// usage (and DNS name dns, if set) and returns the leaf.
-func verifyChain(cs tls.ConnectionState, roots certrotation.Roots, dns string, usage x509.ExtKeyUsage) (*x509.Certificate, error) {
-	if len(cs.PeerCertificates) == 0 {
-		return nil, errors.New("no certificate presented")
-	}
-	pool, err := roots.Pool()
-	if err != nil {
-		return nil, err
-	}
-	inter := x509.NewCertPool()
-	for _, c := range cs.PeerCertificates[1:] {
-		inter.AddCert(c)
-	}
-	leaf := cs.PeerCertificates[0]
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, DNSName: dns, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
-		return nil, fmt.Errorf("peer certificate %q: %w", leaf.Subject.CommonName, err)
-	}
-	return leaf, nil
 }

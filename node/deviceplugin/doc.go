@@ -12,8 +12,10 @@
 //
 // The directory is /var/lib/kubelet/device-plugins on every node: kubelet
 // v1.34 hardcodes it and ignores --root-dir for it, so a DaemonSet mounts
-// exactly that host path, and two kubelets on one host (the multi-node local
-// cluster) share one directory and cannot both host device plugins.
+// exactly that host path. Two kubelets on one host (the multi-node local
+// cluster) would share it; the local cluster gives every node but the first
+// a mount namespace of its own in which a per-node directory is mounted on
+// that path (docs/local-cluster.md).
 //
 // Invariants:
 //   - The plugin re-registers whenever the kubelet restarts. A starting

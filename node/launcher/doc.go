@@ -11,7 +11,9 @@
 // /proc/<holder pid>/root, emptyDisk images), starts QEMU as its child,
 // and when QEMU exits writes sockets/qemu-exit.json (an Exit), answers for
 // a little longer and returns, so the binary exits with QEMU's outcome:
-// 0 after a guest shutdown, 1 otherwise.
+// 0 after a guest shutdown or after the guest migrated away (an outgoing
+// live migration completed, leaving QEMU in postmigrate, before QEMU
+// exited 0: the source pod completes), 1 otherwise.
 //
 // # Guest shutdown versus crash
 //

@@ -60,6 +60,12 @@ func kernelBoot(args string) func(*v1.VirtualMachineInstance) {
 // and builds the spec.
 func prepare(t *testing.T, pd *pod, guest string, vmi *v1.VirtualMachineInstance) launchspec.Spec {
 	t.Helper()
+	return prepareFor(t, pd, guest, vmi, false)
+}
+
+// prepareFor is prepare, for a live migration's target when incoming.
+func prepareFor(t *testing.T, pd *pod, guest string, vmi *v1.VirtualMachineInstance, incoming bool) launchspec.Spec {
+	t.Helper()
 	if vmi.Spec.Domain.Firmware != nil {
 		cp := startProc(t, buildLauncher(t), "copy", "--to", filepath.Dir(pd.paths.Kernel()),
 			filepath.Join(guest, "vmlinux")+"=kernel", filepath.Join(guest, "initrd.img")+"=initrd")
@@ -75,7 +81,7 @@ func prepare(t *testing.T, pd *pod, guest string, vmi *v1.VirtualMachineInstance
 		t.Fatal(err)
 	}
 	spec, err := convert.Build(convert.Input{VMI: vmi, Node: convert.NodeFacts{KVM: convert.KVM{Reason: "test runs under TCG"}},
-		AllowEmulation: true, Paths: pd.paths})
+		AllowEmulation: true, Paths: pd.paths, Incoming: incoming})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,6 +29,10 @@ type qemuProc struct {
 	mon    *qmp.Conn
 	events *qmp.Subscription
 	waited chan struct{} // closed when cmd.Wait returned
+	// migratedAway: an outgoing migration completed; see watchMigration,
+	// which closes migWatched when QEMU's monitor ended.
+	migratedAway atomic.Bool
+	migWatched   chan struct{}
 }
 
 // launch prepares disks, starts QEMU and supervises it; it runs in its own
@@ -91,7 +96,7 @@ func (s *Server) startQEMU(ctx context.Context, spec launchspec.Spec) (*qemuProc
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", s.cfg.QEMU, err)
 	}
-	p := &qemuProc{cmd: cmd, waited: make(chan struct{})}
+	p := &qemuProc{cmd: cmd, waited: make(chan struct{}), migWatched: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		close(p.waited)
@@ -108,7 +113,30 @@ func (s *Server) startQEMU(ctx context.Context, spec launchspec.Spec) (*qemuProc
 		return nil, fmt.Errorf("QEMU monitor (QEMU %s): %w", p.cmd.ProcessState, err)
 	}
 	p.events = p.mon.Subscribe(64, qmp.EventShutdown, qmp.EventReset)
+	go p.watchMigration(p.mon.Subscribe(16, qmp.EventMigration), slices.Contains(spec.Args, "-incoming"))
 	return p, nil
+}
+
+// watchMigration marks the QEMU as migrated away once an outgoing
+// migration completed: the guest runs elsewhere now, and the quit that
+// follows ends this launcher successfully (its pod completes, as
+// KubeVirt's source pods do). A QEMU started with -incoming receives
+// exactly one migration (a failed one ends QEMU), so the first completed
+// migration of such a QEMU is its incoming one and every later one is
+// outgoing; on any other QEMU every completed migration is outgoing.
+func (p *qemuProc) watchMigration(sub *qmp.Subscription, incoming bool) {
+	defer close(p.migWatched)
+	for ev := range sub.Events() {
+		v, err := ev.Typed()
+		if m, ok := v.(*qmp.MigrationEvent); err != nil || !ok || m.Status != qmp.MigrationCompleted {
+			continue
+		}
+		if incoming {
+			incoming = false
+			continue
+		}
+		p.migratedAway.Store(true)
+	}
 }
 
 // supervise waits for QEMU to exit, stopping it gracefully on Stop, and
@@ -134,22 +162,25 @@ func (s *Server) supervise(p *qemuProc, spec launchspec.Spec) {
 	s.setExitedLocked(&e, "")
 }
 
-// gracefulStop: ACPI power button, grace period, quit, KillWait, SIGKILL.
+// gracefulStop: ACPI power button, grace period, quit, KillWait, SIGKILL;
+// a QEMU whose guest migrated away is quit at once.
 func (s *Server) gracefulStop(p *qemuProc, grace time.Duration) {
 	cmdCtx := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.Background(), 5*time.Second)
 	}
-	ctx, cancel := cmdCtx()
-	err := p.mon.SystemPowerdown(ctx)
-	cancel()
-	s.log.Info("stopping: ACPI power-down sent", "grace", grace, "err", err)
-	select {
-	case <-p.waited:
-		return
-	case <-time.After(grace):
+	if !p.migratedAway.Load() { // else no guest is left here to power off
+		ctx, cancel := cmdCtx()
+		err := p.mon.SystemPowerdown(ctx)
+		cancel()
+		s.log.Info("stopping: ACPI power-down sent", "grace", grace, "err", err)
+		select {
+		case <-p.waited:
+			return
+		case <-time.After(grace):
+		}
 	}
-	ctx, cancel = cmdCtx()
-	err = p.mon.Quit(ctx)
+	ctx, cancel := cmdCtx()
+	err := p.mon.Quit(ctx)
 	cancel()
 	s.log.Info("stopping: grace period over, quit sent", "err", err)
 	select {
@@ -202,6 +233,10 @@ drain:
 		}
 	}
 	p.mon.Close()
+	select { // every MIGRATION event counted
+	case <-p.migWatched:
+	case <-time.After(2 * time.Second):
+	}
 	e := Exit{At: time.Now(), Code: p.cmd.ProcessState.ExitCode()}
 	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		e.Code, e.Signal = -1, ws.Signal().String()
@@ -210,6 +245,7 @@ drain:
 		e.Reason = last.Reason
 		e.GuestShutdown = last.Guest && last.Reason == "guest-shutdown" && e.Code == 0 && e.Signal == ""
 	}
+	e.MigratedAway = p.migratedAway.Load() && e.Code == 0 && e.Signal == ""
 	return e
 }
 

@@ -33,10 +33,14 @@ type Exit struct {
 	// then exited with status 0. A crash, a kill, a host-side quit (for
 	// example after the grace period) are not guest shutdowns.
 	GuestShutdown bool `json:"guestShutdown"`
+	// MigratedAway is true when an outgoing live migration completed (the
+	// guest runs on another node) and QEMU then exited with status 0.
+	MigratedAway bool `json:"migratedAway,omitempty"`
 	// Reason is QEMU's last SHUTDOWN reason, if one was seen.
 	Reason string    `json:"reason,omitempty"`
 	At     time.Time `json:"at"`
 }
 
-// Success reports whether the launcher exits 0 for this outcome.
-func (e Exit) Success() bool { return e.GuestShutdown && e.Code == 0 }
+// Success reports whether the launcher exits 0 for this outcome: the
+// guest powered off, or it moved to another node.
+func (e Exit) Success() bool { return (e.GuestShutdown || e.MigratedAway) && e.Code == 0 }

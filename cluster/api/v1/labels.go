@@ -17,6 +17,12 @@ const (
 	DomainAnnotation = "kubevirt.io/domain"
 	// SchedulableLabel on a node says the node agent is alive and accepts VMs.
 	SchedulableLabel = "kubevirt.io/schedulable"
+	// MigrationJobUIDLabel on a migration's target launcher pod holds the
+	// VMIM's UID.
+	MigrationJobUIDLabel = "kubevirt.io/migrationJobUID"
+	// MigrationTargetNodeNameLabel on a VMI names the node its migration
+	// target runs on, so that node's agent watches the VMI too.
+	MigrationTargetNodeNameLabel = "kubevirt.io/migrationTargetNodeName"
 	// HeartbeatAnnotation on a node holds the agent's last heartbeat (RFC 3339).
 	HeartbeatAnnotation = "kubevirt.io/heartbeat"
 

@@ -16,13 +16,13 @@ const (
 	ManagerNodeController = "nodevirt-node-controller"
 	// ManagerAgent is the node agent reporting on a VMI of its node.
 	ManagerAgent = "nodevirt-agent"
-	// ManagerMigrationController is the (future) cluster migration loop.
+	// ManagerMigrationController is the cluster migration loop (cluster/migration).
 	ManagerMigrationController = "nodevirt-migration-controller"
 	// ManagerSourceAgent is the agent of a migration's source node writing
-	// the source part of status.migrationState (future).
+	// the source part of status.migrationState.
 	ManagerSourceAgent = "nodevirt-agent-migration-source"
 	// ManagerTargetAgent is the agent of a migration's target node writing
-	// the target part of status.migrationState (future).
+	// the target part of status.migrationState.
 	ManagerTargetAgent = "nodevirt-agent-migration-target"
 	// ManagerAPI is the subresource API server (nodevirt-api) appending VM
 	// start/stop/restart requests.
@@ -88,8 +88,8 @@ func StatusOwnership() []StatusField {
 	exception := func(path string) StatusField {
 		return StatusField{Kind: KindVMI, Path: path, Writer: ManagerNodeController, While: nonFinal, Exception: true}
 	}
-	future := func(kind, path, writer string) StatusField {
-		return StatusField{Kind: kind, Path: path, Writer: writer, Future: true}
+	mig := func(path, writer string) StatusField {
+		return StatusField{Kind: KindVMI, Path: path, Writer: writer, While: []VirtualMachineInstancePhase{Running}}
 	}
 	rows := []StatusField{
 		vmi("status.phase", ManagerController, pre...),
@@ -118,28 +118,35 @@ func StatusOwnership() []StatusField {
 		vmi("status.interfaces", ManagerAgent, agentPhases...),
 		vmi("status.guestOSInfo", ManagerAgent, agentPhases...),
 
-		// Migration, to come: the migration controller names the migration
-		// and its target, the target agent reports its domain, the source
-		// agent drives and ends the migration.
-		future(KindVMI, "status.migrationState.migrationUid", ManagerMigrationController),
-		future(KindVMI, "status.migrationState.sourceNode", ManagerMigrationController),
-		future(KindVMI, "status.migrationState.sourcePod", ManagerMigrationController),
-		future(KindVMI, "status.migrationState.targetNode", ManagerMigrationController),
-		future(KindVMI, "status.migrationState.targetPod", ManagerMigrationController),
-		future(KindVMI, "status.migrationState.abortRequested", ManagerMigrationController),
-		future(KindVMI, "status.migrationState.targetNodeAddress", ManagerTargetAgent),
-		future(KindVMI, "status.migrationState.targetNodeDomainDetected", ManagerTargetAgent),
-		future(KindVMI, "status.migrationState.targetNodeDomainReadyTimestamp", ManagerTargetAgent),
-		future(KindVMI, "status.migrationState.startTimestamp", ManagerSourceAgent),
-		future(KindVMI, "status.migrationState.endTimestamp", ManagerSourceAgent),
-		future(KindVMI, "status.migrationState.completed", ManagerSourceAgent),
-		future(KindVMI, "status.migrationState.failed", ManagerSourceAgent),
-		future(KindVMI, "status.migrationState.failureReason", ManagerSourceAgent),
-		future(KindVMI, "status.migrationState.mode", ManagerSourceAgent),
-		future(KindVMI, "status.migrationState.abortStatus", ManagerSourceAgent),
-		future(KindVMIM, "status.phase", ManagerMigrationController),
-		future(KindVMIM, "status.phaseTransitionTimestamps", ManagerMigrationController),
-		future(KindVMIM, "status.conditions", ManagerMigrationController),
+		// Migration (docs/migration.md): the migration controller names the
+		// migration and its target and hands the VMI over to the target
+		// node; the target agent reports its domain; the source agent drives
+		// and ends the migration. Each writes only while a migration of
+		// the VMI is under way (phase Running).
+		mig("status.migrationState.migrationUid", ManagerMigrationController),
+		mig("status.migrationState.sourceNode", ManagerMigrationController),
+		mig("status.migrationState.sourcePod", ManagerMigrationController),
+		mig("status.migrationState.targetNode", ManagerMigrationController),
+		mig("status.migrationState.targetPod", ManagerMigrationController),
+		mig("status.migrationState.abortRequested", ManagerMigrationController),
+		mig("status.migrationState.migrationConfiguration", ManagerMigrationController),
+		mig("status.nodeName", ManagerMigrationController),
+		mig("status.activePods", ManagerMigrationController),
+		mig("status.evacuationNodeName", ManagerMigrationController),
+		mig("status.migrationState.targetNodeAddress", ManagerTargetAgent),
+		mig("status.migrationState.targetNodeDomainDetected", ManagerTargetAgent),
+		mig("status.migrationState.targetNodeDomainReadyTimestamp", ManagerTargetAgent),
+		mig("status.migrationState.startTimestamp", ManagerSourceAgent),
+		mig("status.migrationState.endTimestamp", ManagerSourceAgent),
+		mig("status.migrationState.completed", ManagerSourceAgent),
+		mig("status.migrationState.failed", ManagerSourceAgent),
+		mig("status.migrationState.failureReason", ManagerSourceAgent),
+		mig("status.migrationState.mode", ManagerSourceAgent),
+		mig("status.migrationState.abortStatus", ManagerSourceAgent),
+		{Kind: KindVMIM, Path: "status.phase", Writer: ManagerMigrationController},
+		{Kind: KindVMIM, Path: "status.phaseTransitionTimestamps", Writer: ManagerMigrationController},
+		{Kind: KindVMIM, Path: "status.conditions", Writer: ManagerMigrationController},
+		{Kind: KindVMIM, Path: "status.migrationState", Writer: ManagerMigrationController},
 
 		// `virtctl start/stop/restart` through nodevirt-api appends
 		// requests; the VM controller removes them once processed.

@@ -181,9 +181,16 @@ type VirtualMachineInstanceStatus struct {
 	GuestOSInfo VirtualMachineInstanceGuestOSInfo `json:"guestOSInfo,omitempty"`
 	// +optional
 	MigrationState *VirtualMachineInstanceMigrationState `json:"migrationState,omitempty"`
-	// ActivePods maps launcher pod UIDs to the node each runs on.
+	// ActivePods maps launcher pod UIDs to the node each runs on. It is
+	// replaced whole by each write (atomic), so the migration controller's
+	// handoff drops the source pod the VMI controller once recorded.
 	// +optional
+	// +mapType=atomic
 	ActivePods map[string]string `json:"activePods,omitempty"`
+	// EvacuationNodeName is the node the VMI is being evacuated from (the
+	// node is draining and the VMI's eviction strategy migrates it).
+	// +optional
+	EvacuationNodeName string `json:"evacuationNodeName,omitempty"`
 }
 
 // VirtualMachineInstancePhaseTransitionTimestamp records when a phase began.

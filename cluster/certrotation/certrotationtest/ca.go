@@ -64,6 +64,11 @@ func (ca *CA) Pool() *x509.CertPool {
 // eku, valid for ttl.
 func (ca *CA) Issue(t testing.TB, cn string, dns []string, eku x509.ExtKeyUsage, ttl time.Duration) tls.Certificate {
 	t.Helper()
+	return ca.issue(t, cn, dns, []x509.ExtKeyUsage{eku}, ttl)
+}
+
+func (ca *CA) issue(t testing.TB, cn string, dns []string, ekus []x509.ExtKeyUsage, ttl time.Duration) tls.Certificate {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +76,7 @@ func (ca *CA) Issue(t testing.TB, cn string, dns []string, eku x509.ExtKeyUsage,
 	tmpl := template(cn, ttl)
 	tmpl.DNSNames = dns
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{eku}
+	tmpl.ExtKeyUsage = ekus
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.key)
 	if err != nil {
 		t.Fatal(err)
@@ -122,9 +127,12 @@ func Request(t testing.TB, cn string, dns ...string) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
 }
 
-// AgentServing issues node's agent serving certificate.
+// AgentServing issues node's agent certificate as the agent-serving signer
+// does: server auth (node API, migration channel) and client auth (the
+// agent dialing another agent's migration channel).
 func (ca *CA) AgentServing(t testing.TB, node string) tls.Certificate {
-	return ca.Issue(t, certrotation.AgentName(node), []string{node}, x509.ExtKeyUsageServerAuth, time.Hour)
+	return ca.issue(t, certrotation.AgentName(node), []string{node},
+		[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, time.Hour)
 }
 
 // APIClient issues nodevirt-api's client certificate.

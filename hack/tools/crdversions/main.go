@@ -71,6 +71,9 @@ func addVersions(path string, aliases []string) error {
 	if storage == nil {
 		return fmt.Errorf("no storage version")
 	}
+	if crd.Spec.Group != "kubevirt.io" {
+		aliases = nil // only kubevirt.io has older versions in use
+	}
 	for _, a := range aliases {
 		v := *storage.DeepCopy()
 		v.Name = a

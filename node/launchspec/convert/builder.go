@@ -38,7 +38,10 @@ func (b *builder) identity() error {
 		"-uuid", id.String(),
 		"-nodefaults", "-no-user-config", "-display", "none")
 	s := b.vmi.Spec.StartStrategy
-	if b.in.StartPaused || (s != nil && *s == v1.StartStrategyPaused) {
+	switch {
+	case b.in.Incoming:
+		b.add("-incoming", "defer")
+	case b.in.StartPaused || (s != nil && *s == v1.StartStrategyPaused):
 		b.add("-S")
 	}
 	return nil

@@ -28,6 +28,7 @@ var qemuOptions = map[string]optionSyntax{
 	"-nodefaults":     {},
 	"-no-user-config": {},
 	"-S":              {},
+	"-incoming":       {arg: true},
 	"-name":           {arg: true, opts: true, keys: []string{"guest", "debug-threads"}},
 	"-uuid":           {arg: true},
 	"-display":        {arg: true, opts: true, implied: true},

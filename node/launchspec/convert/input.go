@@ -38,6 +38,12 @@ type Input struct {
 	// StartPaused starts QEMU with -S even without startStrategy Paused
 	// (e.g. the agent wants to start stopped).
 	StartPaused bool
+	// Incoming starts QEMU as a live migration's target: "-incoming defer"
+	// (the agent names the socket with QMP migrate-incoming, so no path or
+	// user string reaches the command line) and never -S: the migration
+	// stream carries the source's run state, and QEMU resumes the guest
+	// only if it ran on the source.
+	Incoming bool
 }
 
 // NIC is the network result for one VMI interface.

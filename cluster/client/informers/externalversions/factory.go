@@ -26,6 +26,7 @@ import (
 	versioned "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
 	api "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/api"
 	internalinterfaces "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/internalinterfaces"
+	migrations "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/migrations"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -255,8 +256,13 @@ type SharedInformerFactory interface {
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
 	Kubevirt() api.Interface
+	Migrations() migrations.Interface
 }
 
 func (f *sharedInformerFactory) Kubevirt() api.Interface {
 	return api.New(f, f.namespace, f.tweakListOptions)
+}
+
+func (f *sharedInformerFactory) Migrations() migrations.Interface {
+	return migrations.New(f, f.namespace, f.tweakListOptions)
 }

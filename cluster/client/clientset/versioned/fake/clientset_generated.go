@@ -22,6 +22,8 @@ import (
 	clientset "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
 	kubevirtv1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/api/v1"
 	fakekubevirtv1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/api/v1/fake"
+	migrationsv1alpha1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/migrations/v1alpha1"
+	fakemigrationsv1alpha1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/migrations/v1alpha1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -91,4 +93,9 @@ var (
 // KubevirtV1 retrieves the KubevirtV1Client
 func (c *Clientset) KubevirtV1() kubevirtv1.KubevirtV1Interface {
 	return &fakekubevirtv1.FakeKubevirtV1{Fake: &c.Fake}
+}
+
+// MigrationsV1alpha1 retrieves the MigrationsV1alpha1Client
+func (c *Clientset) MigrationsV1alpha1() migrationsv1alpha1.MigrationsV1alpha1Interface {
+	return &fakemigrationsv1alpha1.FakeMigrationsV1alpha1{Fake: &c.Fake}
 }

@@ -2,29 +2,25 @@ package agent
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodevirt/nodevirt/node/unixsock"
 )
 
-func TestDialUnix_LongPath(t *testing.T) {
+func TestPeerPID_LongPath(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "test.sock")
-	if len(path) <= maxSocketPath {
+	if len(path) <= unixsock.MaxPath {
 		t.Fatalf("path %q is not long enough for this test", path)
 	}
-	var l net.Listener
-	err := withSocketPath(path, func(short string) error {
-		var err error
-		l, err = net.Listen("unix", short)
-		return err
-	})
+	l, err := unixsock.Listen(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,9 +32,9 @@ func TestDialUnix_LongPath(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := dialUnix(ctx, path)
+	c, err := unixsock.Dial(ctx, path)
 	if err != nil {
-		t.Fatalf("dialUnix(%d-byte path): %v", len(path), err)
+		t.Fatalf("Dial(%d-byte path): %v", len(path), err)
 	}
 	pid, err := peerPID(c)
 	c.Close()

@@ -1,0 +1,103 @@
+package migration
+
+import (
+	"time"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+)
+
+// EvacuationInput is what one evacuation sync of a node sees.
+type EvacuationInput struct {
+	Node       string
+	Cordoned   bool
+	VMIs       []*v1.VirtualMachineInstance // the VMIs on the node
+	Migrations []*v1.VirtualMachineInstanceMigration
+	Default    v1.EvictionStrategy
+	PerCluster uint32
+	PerNode    uint32
+	Now        time.Time
+	Backoff    time.Duration
+}
+
+// EvacuationPlan is what an evacuation sync does.
+type EvacuationPlan struct {
+	// Mark are VMIs whose status.evacuationNodeName changes (to the node
+	// when cordoned, to "" when not).
+	Mark []*v1.VirtualMachineInstance
+	// Migrate are VMIs to create a VMIM for.
+	Migrate []*v1.VirtualMachineInstance
+	// Pending: VMIs are left to move; look again soon.
+	Pending bool
+}
+
+// PlanEvacuation decides which VMIs of a node to mark and migrate, within
+// the free migration slots. It is pure.
+func PlanEvacuation(in EvacuationInput) EvacuationPlan {
+	var p EvacuationPlan
+	var cluster, node uint32
+	busy := map[string]bool{}          // namespace/vmi with a migration not ended
+	lastFail := map[string]time.Time{} // namespace/vmi → latest failed evacuation
+	for _, m := range in.Migrations {
+		key := m.Namespace + "/" + m.Spec.VMIName
+		if !isFinal(m.Status.Phase) {
+			busy[key] = true
+			cluster++
+			if m.Status.MigrationState != nil && m.Status.MigrationState.SourceNode == in.Node || m.Annotations[EvacuationAnnotation] == in.Node {
+				node++
+			}
+			continue
+		}
+		if m.Status.Phase == v1.MigrationFailed && m.Annotations[EvacuationAnnotation] == in.Node {
+			if t := phaseTime(m, v1.MigrationFailed); t.After(lastFail[key]) {
+				lastFail[key] = t
+			}
+		}
+	}
+	for _, vm := range in.VMIs {
+		key := vm.Namespace + "/" + vm.Name
+		if !in.Cordoned {
+			if vm.Status.EvacuationNodeName == in.Node {
+				p.Mark = append(p.Mark, vm)
+			}
+			continue
+		}
+		if !evacuable(vm, in.Default) || vm.Status.NodeName != in.Node {
+			continue
+		}
+		p.Pending = true
+		if vm.Status.EvacuationNodeName != in.Node {
+			p.Mark = append(p.Mark, vm)
+		}
+		if busy[key] || in.Now.Sub(lastFail[key]) < in.Backoff || cluster >= in.PerCluster || node >= in.PerNode {
+			continue
+		}
+		p.Migrate = append(p.Migrate, vm)
+		cluster++
+		node++
+	}
+	return p
+}
+
+// evacuable: a running VMI whose eviction strategy asks to migrate it.
+func evacuable(vm *v1.VirtualMachineInstance, def v1.EvictionStrategy) bool {
+	if vm.DeletionTimestamp != nil || vm.Status.Phase != v1.Running {
+		return false
+	}
+	switch EvictionStrategy(vm, def) {
+	case v1.EvictionStrategyLiveMigrate:
+		return true
+	case v1.EvictionStrategyLiveMigrateIfPossible:
+		ok, _, _ := liveMigratable(vm)
+		return ok
+	}
+	return false
+}
+
+func phaseTime(m *v1.VirtualMachineInstanceMigration, p v1.VirtualMachineInstanceMigrationPhase) time.Time {
+	for _, t := range m.Status.PhaseTransitionTimestamps {
+		if t.Phase == p {
+			return t.PhaseTransitionTimestamp.Time
+		}
+	}
+	return time.Time{}
+}
