@@ -64,8 +64,16 @@ kubectl -n nodevirt rollout status deployment/nodevirt-controller --timeout="${T
 kubectl -n nodevirt rollout status daemonset/nodevirt-agent --timeout="${TIMEOUT}s" >/dev/null
 kubectl -n nodevirt rollout status deployment/nodevirt-api --timeout="${TIMEOUT}s" >/dev/null
 log "waiting for the subresources.kubevirt.io APIServices"
-kubectl wait --for=condition=Available --timeout="${TIMEOUT}s" \
-	apiservice/v1.subresources.kubevirt.io apiservice/v1alpha3.subresources.kubevirt.io >/dev/null
+if ! kubectl wait --for=condition=Available --timeout="${TIMEOUT}s" \
+	apiservice/v1.subresources.kubevirt.io apiservice/v1alpha3.subresources.kubevirt.io >/dev/null; then
+	# What the aggregator saw, where the Service points and what the
+	# server said: enough to tell a routing fault from a server fault.
+	kubectl get apiservices -o wide | grep subresources || true
+	kubectl -n nodevirt get pods,endpointslices -o wide || true
+	kubectl -n nodevirt logs deploy/nodevirt-api --tail=40 || true
+	grep -E 'subresources\.kubevirt\.io' "$CLUSTER_DIR/logs/kube-apiserver.log" | tail -n 20 || true
+	exit 1
+fi
 
 # vm_ready NODE: the agent's heartbeat marked NODE schedulable and its device
 # plugin offers tun.
