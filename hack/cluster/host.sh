@@ -59,6 +59,26 @@ host_node_setup() {
 	done
 }
 
+# host_service_route: Service IPs route to a host-only bridge without ports,
+# so that a connection kube-proxy has not (yet) translated to a pod fails on
+# this host instead of following the default route off the machine. The
+# kube-apiserver dials a new APIService's ClusterIP the moment it exists,
+# often before kube-proxy wrote its rules; over the default route that
+# connection reached whatever answers port 443 upstream, and the aggregator
+# kept it alive, so its discovery checks got that host's 404 for minutes.
+# A route is needed (not an unreachable one): a local connect looks the
+# route up before kube-proxy's DNAT, which then routes to the pod.
+host_service_route() {
+	local br
+	br=$(svc_bridge)
+	if ! ip link show "$br" >/dev/null 2>&1; then
+		ip link add "$br" type bridge
+		echo "$br" >>"$HOST/links"
+	fi
+	ip link set "$br" up
+	ip route replace "$SERVICE_CIDR" dev "$br"
+}
+
 # nft_table_empty FAMILY NAME: the table holds chains but no rules.
 nft_table_empty() {
 	nft list table "$1" "$2" 2>/dev/null | awk '

@@ -71,6 +71,7 @@ node_dir() { echo "$CLUSTER_DIR/nodes/$(node_name "$1")"; }
 pod_cidr() { echo "$POD_NET.$1.0/24"; }
 node_bridge() { echo "${LINK_PREFIX}node$1"; }
 cni_bridge() { echo "${LINK_PREFIX}cni$1"; }
+svc_bridge() { echo "${LINK_PREFIX}svc"; }
 containerd_sock() { echo "$(node_dir "$1")/containerd.sock"; }
 cgroup_name() { node_name "$1"; }
 # Node 0 lives in the host's mount namespace (a one-node cluster is exactly

@@ -212,6 +212,7 @@ main() {
 	write_env
 
 	for ((i = 0; i < NODES; i++)); do host_node_setup "$i"; done
+	host_service_route
 	start_etcd
 	wait_for 30 etcd etcd_healthy
 	log "etcd healthy"
