@@ -1,7 +1,6 @@
 package acceptance
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -36,20 +35,7 @@ func (s *suite) kubectl(t *testing.T, stdin []byte, args ...string) string {
 
 // kubectlErr runs kubectl with stdin (may be nil).
 func (s *suite) kubectlErr(stdin []byte, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var in *bytes.Reader
-	if stdin != nil {
-		in = bytes.NewReader(stdin)
-	}
-	var out []byte
-	var err error
-	if in != nil {
-		out, err = s.cluster.Kubectl(ctx, in, args...)
-	} else {
-		out, err = s.cluster.Kubectl(ctx, nil, args...)
-	}
-	return string(out), err
+	return s.cluster.KubectlText(2*time.Minute, stdin, args...)
 }
 
 // apply applies manifest in the suite's namespace.

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/e2e/localcluster"
 	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
@@ -126,20 +127,7 @@ func testAgentRestart(t *testing.T, s *suite) {
 // agentPod returns the running agent pod on node.
 func (s *suite) agentPod(t *testing.T, node string) corev1.Pod {
 	t.Helper()
-	pods, err := s.kube.CoreV1().Pods("nodevirt").List(t.Context(), metav1.ListOptions{
-		LabelSelector: "app.kubernetes.io/name=nodevirt-agent",
-		FieldSelector: "spec.nodeName=" + node,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil {
-			return p
-		}
-	}
-	t.Fatalf("no agent pod on %s", node)
-	return corev1.Pod{}
+	return localcluster.AgentPod(t, s.kube, node)
 }
 
 // waitAgentReady waits for an agent pod on node other than old that is Ready.

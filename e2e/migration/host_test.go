@@ -11,8 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodevirt/nodevirt/e2e/localcluster"
 	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
@@ -105,20 +105,7 @@ func processAlive(pid int) bool { return syscall.Kill(pid, 0) == nil && !isZombi
 // agentPod returns the agent pod on node.
 func (s *suite) agentPod(t *testing.T, node string) corev1.Pod {
 	t.Helper()
-	pods, err := s.kube.CoreV1().Pods("nodevirt").List(t.Context(), metav1.ListOptions{
-		LabelSelector: "app.kubernetes.io/name=nodevirt-agent",
-		FieldSelector: "spec.nodeName=" + node,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil {
-			return p
-		}
-	}
-	t.Fatalf("no agent pod on %s", node)
-	return corev1.Pod{}
+	return localcluster.AgentPod(t, s.kube, node)
 }
 
 // agentHostPid finds the host pid of the agent container of pod: the

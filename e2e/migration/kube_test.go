@@ -1,7 +1,6 @@
 package migration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -161,16 +160,7 @@ func (s *suite) kubectl(t *testing.T, stdin []byte, args ...string) string {
 
 // kubectlErr runs kubectl with stdin (may be nil).
 func (s *suite) kubectlErr(stdin []byte, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var out []byte
-	var err error
-	if stdin != nil {
-		out, err = s.cluster.Kubectl(ctx, bytes.NewReader(stdin), args...)
-	} else {
-		out, err = s.cluster.Kubectl(ctx, nil, args...)
-	}
-	return string(out), err
+	return s.cluster.KubectlText(5*time.Minute, stdin, args...)
 }
 
 // launcherPods returns the launcher pods of the VMI with uid (source and

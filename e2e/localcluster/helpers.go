@@ -1,0 +1,48 @@
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// KubectlText runs kubectl with stdin (nil: none), bounded by timeout,
+// and returns its standard output as text.
+func (c *Cluster) KubectlText(timeout time.Duration, stdin []byte, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var out []byte
+	var err error
+	if stdin != nil {
+		out, err = c.Kubectl(ctx, bytes.NewReader(stdin), args...)
+	} else {
+		out, err = c.Kubectl(ctx, nil, args...)
+	}
+	return string(out), err
+}
+
+// AgentPod returns the nodevirt agent pod on node that is not being
+// deleted.
+func AgentPod(t testing.TB, kube kubernetes.Interface, node string) corev1.Pod {
+	t.Helper()
+	pods, err := kube.CoreV1().Pods("nodevirt").List(context.Background(), metav1.ListOptions{
+		LabelSelector: "app.kubernetes.io/name=nodevirt-agent",
+		FieldSelector: "spec.nodeName=" + node,
+	})
+	if err != nil {
+		t.Fatal(fmt.Errorf("agent pods on %s: %w", node, err))
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			return p
+		}
+	}
+	t.Fatalf("no agent pod on %s", node)
+	return corev1.Pod{}
+}
