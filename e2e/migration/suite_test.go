@@ -37,6 +37,7 @@ var scenarios = []scenario{
 	{"VMOnEachNode", 0, testVMOnEachNode},
 	{"NotMigratable", 17, testNotMigratable},
 	{"RoundTrip", 17, testRoundTrip},
+	{"Disks", 17, testDisks},
 	{"Cancel", 17, testCancel},
 	{"AgentKilled", 17, testAgentKilled},
 	{"Drain", 18, testDrain},

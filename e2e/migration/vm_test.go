@@ -31,7 +31,24 @@ type vmSpec struct {
 	eviction string // spec.evictionStrategy; "" = unset
 	dirty    bool   // user-data starts a process that keeps dirtying guest memory
 	memory   string // spec.domain.memory.guest; "" = 128Mi
+	disks    bool   // node-local disks the guest writes at boot: a containerDisk (vdb) and an emptyDisk (vdc)
 }
+
+// Where the guest writes on its node-local disks (vmSpec.disks): a
+// marker per disk at 2 MiB, written through to the disk before
+// NODEVIRT-DISKS-WRITTEN on the console.
+const (
+	containerDiskMark = "NODEVIRT-CONTAINERDISK"
+	emptyDiskMark     = "NODEVIRT-EMPTYDISK"
+	writeDisks        = "printf " + containerDiskMark + " | dd of=/dev/vdb bs=512 seek=4096 conv=fsync 2>/dev/null\n" +
+		"printf " + emptyDiskMark + " | dd of=/dev/vdc bs=512 seek=4096 conv=fsync 2>/dev/null\n" +
+		"echo NODEVIRT-DISKS-WRITTEN"
+	// readDisks reads both markers back from the disks themselves (the
+	// page cache dropped first: it travels with the guest's RAM).
+	readDisks = "echo 3 >/proc/sys/vm/drop_caches; " +
+		"dd if=/dev/vdb bs=512 skip=4096 count=1 2>/dev/null | head -c 22; echo; " +
+		"dd if=/dev/vdc bs=512 skip=4096 count=1 2>/dev/null | head -c 18; echo"
+)
 
 // dirtier rewrites an 8 MiB file in the guest's RAM root ten times a
 // second: a steady stream of dirty pages (up to 80 MiB/s) that a
@@ -54,6 +71,20 @@ func (v vmSpec) manifest() []byte {
 	script := `echo "hello from $(hostname)"`
 	if v.dirty {
 		script = dirtier
+	}
+	disks, volumes := "", ""
+	if v.disks {
+		script += "\n" + writeDisks
+		disks = `
+          - name: data
+            disk: {bus: virtio}
+          - name: scratch
+            disk: {bus: virtio}`
+		volumes = `      - name: data
+        containerDisk: {image: nodevirt.local/guest-disk:dev}
+      - name: scratch
+        emptyDisk: {capacity: 64Mi}
+`
 	}
 	memory := v.memory
 	if memory == "" {
@@ -86,7 +117,7 @@ spec:
           autoattachGraphicsDevice: false
           disks:
           - name: cloudinit
-            disk: {bus: virtio}
+            disk: {bus: virtio}%[6]s
           interfaces:
           - name: default
             %[3]s
@@ -98,8 +129,8 @@ spec:
         cloudInitNoCloud:
           userData: |
             #!/bin/sh
-%[4]s
-`, v.name, indent(extra, "      "), binding, indent(strings.Split(script, "\n"), "            "), memory)
+%[4]s%[7]s
+`, v.name, indent(extra, "      "), binding, indent(strings.Split(script, "\n"), "            "), memory, disks, volumes)
 	return []byte(b.String())
 }
 

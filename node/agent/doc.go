@@ -81,6 +81,10 @@
 // under KVM and Paused under TCG, whose dirty tracking loses pages of a
 // running guest: the source stops the guest for the transfer, the target
 // resumes it on arrival, a failed transfer resumes it on the source.
+// Node-local disks (containerDisk overlays, emptyDisks) move with the
+// guest (migrationdisks.go): the target exports its fresh disks on NBD,
+// the source mirrors into them before the state transfer and finishes the
+// mirrors at QEMU's pre-switchover pause.
 //
 // Concurrency: the domain runtime (domain.go) is shared between the sync of
 // its VMI and its watcher goroutines (QMP events, guest agent pings), which

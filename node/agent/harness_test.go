@@ -164,9 +164,10 @@ type vmOpts struct {
 	userData   string
 	ignoreACPI bool
 	grace      int64
-	graphics   bool // VGA + VNC
-	paused     bool // startStrategy Paused
-	balloon    bool // a virtio-balloon device
+	graphics   bool   // VGA + VNC
+	paused     bool   // startStrategy Paused
+	balloon    bool   // a virtio-balloon device
+	scratch    string // capacity of an emptyDisk "scratch" (virtio, after cloudinit); "" = none
 }
 
 // vm is one VMI with its pod directory, netns and launcher process.
@@ -281,6 +282,11 @@ func testVMI(ns, name string, o vmOpts) *v1.VirtualMachineInstance {
 		vmi.Spec.Volumes = []v1.Volume{{Name: "cloudinit",
 			CloudInitNoCloud: &v1.CloudInitNoCloudSource{UserData: o.userData},
 		}}
+	}
+	if o.scratch != "" {
+		vmi.Spec.Domain.Devices.Disks = append(vmi.Spec.Domain.Devices.Disks, v1.Disk{Name: "scratch", Disk: &v1.DiskTarget{Bus: "virtio"}})
+		vmi.Spec.Volumes = append(vmi.Spec.Volumes, v1.Volume{Name: "scratch",
+			EmptyDisk: &v1.EmptyDiskSource{Capacity: resource.MustParse(o.scratch)}})
 	}
 	return vmi
 }

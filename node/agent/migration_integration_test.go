@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/node/launchspec/convert"
+	"github.com/nodevirt/nodevirt/node/podfs"
 )
 
 // uptimeLoop prints the guest's uptime on the console every 200 ms: the
@@ -21,6 +23,29 @@ import (
 const uptimeLoop = `#!/bin/sh
 (while :; do echo "NODEVIRT-UPTIME $(cut -d' ' -f1 /proc/uptime)"; sleep 0.2; done) &
 `
+
+// diskPattern is what the guest writes at 1 MiB into its emptyDisk (the
+// second virtio disk) before the migrations: node-local data the
+// migrations must carry to each target's fresh disk.
+const diskPattern = "NODEVIRT-DISK-PATTERN"
+
+const writeDisk = "printf " + diskPattern + " | dd of=/dev/vdb bs=512 seek=2048 conv=fsync 2>/dev/null && echo NODEVIRT-DISK-WRITTEN\n"
+
+// scratchHolds reports whether the emptyDisk image of pod holds
+// diskPattern at 1 MiB.
+func scratchHolds(t *testing.T, pod podfs.Pod) bool {
+	t.Helper()
+	f, err := os.Open(filepath.Join(pod.PrivateDir(), "empty", "scratch.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, len(diskPattern))
+	if _, err := f.ReadAt(b, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	return string(b) == diskPattern
+}
 
 // TestMigration_Integration runs two agents (nodes node1 and node2, each
 // with its own bbolt file, kubelet root, certificate and migration channel)
@@ -35,9 +60,10 @@ func TestMigration_Integration(t *testing.T) {
 	a.start(t)
 	b.start(t)
 
-	v := h.createVM(t, "mig", vmOpts{binding: "masquerade", userData: uptimeLoop})
+	v := h.createVM(t, "mig", vmOpts{binding: "masquerade", userData: uptimeLoop + writeDisk, scratch: "16Mi"})
 	v.waitPhase(t, v1.Running, 60*time.Second)
 	v.waitSerial(t, "NODEVIRT-UPTIME", 120*time.Second)
+	v.waitSerial(t, "NODEVIRT-DISK-WRITTEN", 60*time.Second)
 	wantCond(t, v.get(), v1.VirtualMachineInstanceIsMigratable, corev1.ConditionTrue, "")
 	uid := string(v.get().UID)
 
@@ -184,6 +210,9 @@ func TestMigration_Integration(t *testing.T) {
 		wantCond(t, vmi, v1.VirtualMachineInstanceReady, corev1.ConditionTrue, "")
 		// The guest's qemu-ga had its port open before it moved: no port
 		// event on node2, its agent must reach it on the guest's arrival.
+		if !scratchHolds(t, m.tgt.pod) {
+			t.Errorf("node2's emptyDisk lacks what the guest wrote on node1: the disk mirror did not carry it")
+		}
 		ga := b.waitGuestAgent(t, v, handedOff, 4*time.Second)
 		t.Logf("node1 → node2: QMP downtime %d ms, QMP total %d ms, begin → completed+detected %v; handoff → guest agent on node2 %v; guest page %q",
 			a.logInt("migration completed", "downtimeMs"), a.logInt("migration completed", "totalMs"), total.Round(time.Millisecond),
@@ -227,6 +256,9 @@ func TestMigration_Integration(t *testing.T) {
 		})
 		if vmi := v.get(); vmi.Status.Phase != v1.Running {
 			t.Errorf("phase %s after the handoff", vmi.Status.Phase)
+		}
+		if !scratchHolds(t, m.tgt.pod) {
+			t.Errorf("node1's new emptyDisk lacks the guest's data after the way back")
 		}
 		ga := a.waitGuestAgent(t, v, handedOff, 4*time.Second)
 		t.Logf("node2 → node1: QMP downtime %d ms, QMP total %d ms; handoff → guest agent on node1 %v",

@@ -39,11 +39,13 @@ const (
 	roleTarget = "target"
 )
 
-// States in store.Migration.State. Source: Starting → Migrating →
-// Completed | Failed (Aborting before a cancel the controller asked for).
+// States in store.Migration.State. Source: Starting → [Mirroring →]
+// Migrating → Completed | Failed (Mirroring: node-local disks are copied
+// first; Aborting before a cancel the controller asked for).
 // Target: Preparing → Listening → Ready → Detected.
 const (
 	migStarting  = "Starting"
+	migMirroring = "Mirroring"
 	migMigrating = "Migrating"
 	migAborting  = "Aborting"
 	migCompleted = "Completed"

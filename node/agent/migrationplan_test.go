@@ -316,6 +316,9 @@ func TestNotMigratable(t *testing.T) {
 	withDisks.Spec.Volumes = append(withDisks.Spec.Volumes,
 		v1.Volume{Name: "root", ContainerDisk: &v1.ContainerDiskSource{Image: "img"}},
 		v1.Volume{Name: "scratch", EmptyDisk: &v1.EmptyDiskSource{Capacity: resource.MustParse("1Gi")}})
+	withPVC := kernel.DeepCopy()
+	withPVC.Spec.Volumes = append(withPVC.Spec.Volumes, v1.Volume{Name: "data",
+		PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}})
 	bridge := &store.Record{Interfaces: []store.Interface{{Name: "default", Binding: bindingBridge}}}
 	masq := &store.Record{Interfaces: []store.Interface{{Name: "default", Binding: bindingMasquerade}}}
 	tests := []struct {
@@ -327,7 +330,8 @@ func TestNotMigratable(t *testing.T) {
 		{"KernelBootCloudInitMasquerade", kernel, masq, ""},
 		{"Bridge", kernel, bridge, v1.ReasonInterfaceNotLiveMigratable},
 		{"BridgeNamedFirst", withDisks, bridge, v1.ReasonInterfaceNotLiveMigratable},
-		{"LocalDisks", withDisks, masq, v1.ReasonDisksNotLiveMigratable},
+		{"LocalDisksMove", withDisks, masq, ""},
+		{"PVC", withPVC, masq, v1.ReasonDisksNotLiveMigratable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

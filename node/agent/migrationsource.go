@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
@@ -37,7 +38,10 @@ const (
 )
 
 // sourceCapabilities are the capabilities the source sets before migrate.
-func sourceCapabilities(ms *v1.VirtualMachineInstanceMigrationState) []qmp.MigrationCapability {
+// With disks to move, pause-before-switchover stops the migration at the
+// switch-over so the agent can finish the disk mirrors while the guest
+// stands still (migrationdisks.go).
+func sourceCapabilities(ms *v1.VirtualMachineInstanceMigrationState, disks bool) []qmp.MigrationCapability {
 	autoConverge := false
 	if ms != nil && ms.MigrationConfiguration != nil && ms.MigrationConfiguration.AllowAutoConverge != nil {
 		autoConverge = *ms.MigrationConfiguration.AllowAutoConverge
@@ -45,6 +49,7 @@ func sourceCapabilities(ms *v1.VirtualMachineInstanceMigrationState) []qmp.Migra
 	return []qmp.MigrationCapability{
 		{Capability: "events", State: true},
 		{Capability: "auto-converge", State: autoConverge},
+		{Capability: "pause-before-switchover", State: disks},
 	}
 }
 
@@ -102,9 +107,68 @@ func (a *Agent) migrateSource(ctx context.Context, o *Observation) error {
 			}
 		}
 		return a.applyMigrationState(ctx, o, ptr(sourceFields(o.Record.Migration, ms.AbortRequested)), v1.ManagerSourceAgent)
+	case m.State == migMirroring:
+		return a.followMirrors(ctx, o, ms, m)
 	default:
 		return a.followMigration(ctx, o, ms, m)
 	}
+}
+
+// followMirrors waits for the disk mirrors to catch up, then moves the
+// guest's state; an abort, a timeout or a lost channel fails the
+// migration before the guest was touched.
+func (a *Agent) followMirrors(ctx context.Context, o *Observation, ms *v1.VirtualMachineInstanceMigrationState, m *store.Migration) error {
+	if reason, abort := a.cancelReason(o, ms, m, qmp.MigrationInfo{}); reason != "" {
+		return a.failMigration(ctx, o, reason, abort)
+	}
+	mon, err := a.migrator(ctx, o)
+	if err != nil {
+		return err
+	}
+	dm, err := diskMigrator(mon)
+	if err != nil {
+		return a.failMigration(ctx, o, err.Error(), false)
+	}
+	disks, err := localDisks(o.Record)
+	if err != nil {
+		return a.failMigration(ctx, o, err.Error(), false)
+	}
+	ready, err := mirrorsReady(ctx, dm, disks)
+	if err != nil {
+		return a.failMigration(ctx, o, err.Error(), false)
+	}
+	if !ready {
+		return nil // polled (pollMigration)
+	}
+	return a.beginTransfer(ctx, o, mon)
+}
+
+// switchOver finishes the disk mirrors while QEMU holds the migration at
+// pre-switchover (the guest stands still), then lets it go on.
+func (a *Agent) switchOver(ctx context.Context, o *Observation, mon Migrator) error {
+	dm, err := diskMigrator(mon)
+	if err != nil {
+		return err
+	}
+	disks, err := localDisks(o.Record)
+	if err != nil {
+		return err
+	}
+	if err := finishMirrors(ctx, dm, disks, false); err != nil {
+		return err
+	}
+	return dm.MigrateContinue(ctx, qmp.MigrationPreSwitch)
+}
+
+// closers closes several proxies as one.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // startMigration persists the source record, sets capabilities and
@@ -123,12 +187,60 @@ func (a *Agent) startMigration(ctx context.Context, o *Observation, ms *v1.Virtu
 	if err != nil {
 		return a.failMigration(ctx, o, "QMP: "+err.Error(), false)
 	}
-	if err := setCapabilities(ctx, mon, sourceCapabilities(ms)); err != nil {
+	disks, err := localDisks(o.Record)
+	if err != nil {
+		return a.failMigration(ctx, o, err.Error(), false)
+	}
+	if err := setCapabilities(ctx, mon, sourceCapabilities(ms, len(disks) > 0)); err != nil {
 		return a.failMigration(ctx, o, err.Error(), false)
 	}
 	if err := mon.MigrateSetParameters(ctx, sourceParameters(ms)); err != nil {
 		return a.failMigration(ctx, o, "migrate-set-parameters: "+err.Error(), false)
 	}
+	if a.deps.Migration == nil {
+		return a.failMigration(ctx, o, "this agent has no migration channel", false)
+	}
+	route := migration.Route{MigrationUID: m.UID, TargetNode: ms.TargetNode, Address: ms.TargetNodeAddress}
+	proxy, err := a.deps.Migration.Listen(a.pod(o).Socket(migrationOutSocket), route)
+	if err != nil {
+		return a.failMigration(ctx, o, err.Error(), false)
+	}
+	proxies := closers{proxy}
+	if len(disks) > 0 {
+		route.Kind = migration.KindDisks
+		dproxy, err := a.deps.Migration.Listen(a.pod(o).Socket(disksOutSocket), route)
+		if err != nil {
+			proxy.Close()
+			return a.failMigration(ctx, o, err.Error(), false)
+		}
+		proxies = append(proxies, dproxy)
+	}
+	a.setProxy(o.UID, proxies)
+	a.domain(o.UID).progress(-1, time.Time{}) // a fresh progress clock
+	a.domain(o.UID).setMigrationStatus("")
+	if len(disks) == 0 {
+		return a.beginTransfer(ctx, o, mon)
+	}
+	if err := a.update(ctx, o, func(r *store.Record) error {
+		r.Migration.State = migMirroring
+		return nil
+	}, a.event("MigrationMirroring", fmt.Sprintf("%d disk(s) to %s", len(disks), ms.TargetNode))); err != nil {
+		return err
+	}
+	dm, err := diskMigrator(mon)
+	if err != nil {
+		return a.failMigration(ctx, o, err.Error(), false)
+	}
+	if err := startMirrors(ctx, dm, launchspec.DefaultPaths().Socket(disksOutSocket), disks); err != nil {
+		return a.failMigration(ctx, o, err.Error(), false)
+	}
+	return a.applyMigrationState(ctx, o, ptr(sourceFields(o.Record.Migration, ms.AbortRequested)), v1.ManagerSourceAgent)
+}
+
+// beginTransfer moves the guest's state: it stops the guest first when
+// the transfer mode says so, then has QEMU migrate to the channel's proxy
+// socket, and reports startTimestamp and mode.
+func (a *Agent) beginTransfer(ctx context.Context, o *Observation, mon Migrator) error {
 	kvm, err := mon.QueryKVM(ctx)
 	if err != nil {
 		return a.failMigration(ctx, o, "query-kvm: "+err.Error(), false)
@@ -139,17 +251,8 @@ func (a *Agent) startMigration(ctx context.Context, o *Observation, ms *v1.Virtu
 	}
 	mode := transferMode(kvm)
 	stop := stopsGuest(mode, o.Record.Intent.Paused, st.Status)
-	if a.deps.Migration == nil {
-		return a.failMigration(ctx, o, "this agent has no migration channel", false)
-	}
-	route := migration.Route{MigrationUID: m.UID, TargetNode: ms.TargetNode, Address: ms.TargetNodeAddress}
-	proxy, err := a.deps.Migration.Listen(a.pod(o).Socket(migrationOutSocket), route)
-	if err != nil {
-		return a.failMigration(ctx, o, err.Error(), false)
-	}
-	a.setProxy(o.UID, proxy)
-	a.domain(o.UID).progress(-1, time.Time{}) // a fresh progress clock
-	a.domain(o.UID).setMigrationStatus("")
+	m := o.Record.Migration
+	ms := o.outgoing()
 	if err := a.update(ctx, o, func(r *store.Record) error {
 		r.Migration.State, r.Migration.Mode, r.Migration.StoppedGuest = migMigrating, string(mode), stop
 		return nil
@@ -179,6 +282,25 @@ func (a *Agent) followMigration(ctx context.Context, o *Observation, ms *v1.Virt
 	mi, err := mon.QueryMigrate(ctx)
 	if err != nil {
 		return fmt.Errorf("query-migrate: %w", err)
+	}
+	if mi.Status == qmp.MigrationPreSwitch && a.hasProxy(o.UID) {
+		// Held for the disks (pause-before-switchover): QEMU's own
+		// status, not an event's, so a held migration is released once.
+		// Without the proxy (this agent restarted) the streams are cut:
+		// the in-flight path below cancels instead.
+		if err := a.switchOver(ctx, o, mon); err != nil {
+			reason := "finish the disk mirrors: " + err.Error()
+			if err := a.update(ctx, o, func(r *store.Record) error {
+				r.Migration.State, r.Migration.Reason = migAborting, reason
+				return nil
+			}, a.event("MigrationCancelling", reason)); err != nil {
+				return err
+			}
+			if err := mon.MigrateCancel(ctx); err != nil {
+				return fmt.Errorf("migrate_cancel: %w", err)
+			}
+		}
+		return nil
 	}
 	if st := a.domain(o.UID).migrationStatus(); st != "" {
 		// The events of this migration, seen by this process, win over
@@ -356,6 +478,7 @@ func (a *Agent) failMigration(ctx context.Context, o *Observation, reason string
 		return err
 	}
 	a.closeProxy(o.UID)
+	a.abandonMirrors(ctx, o)
 	a.log.Warn("migration failed", "vmi", o.name(), "uid", o.UID, "migration", o.Record.Migration.UID, "reason", reason)
 	a.warn(o.VMI, "MigrationFailed", reason)
 	if o.Record.Migration.StoppedGuest {
@@ -365,6 +488,26 @@ func (a *Agent) failMigration(ctx context.Context, o *Observation, reason string
 	}
 	ms := o.outgoing()
 	return a.applyMigrationState(ctx, o, ptr(sourceFields(o.Record.Migration, ms != nil && ms.AbortRequested)), v1.ManagerSourceAgent)
+}
+
+// abandonMirrors ends the disk mirrors of a failed migration, if any,
+// and removes their NBD client nodes: the guest's disks stay here.
+func (a *Agent) abandonMirrors(ctx context.Context, o *Observation) {
+	disks, err := localDisks(o.Record)
+	if err != nil || len(disks) == 0 {
+		return
+	}
+	mon, err := a.migrator(ctx, o)
+	if err != nil {
+		return // QEMU is gone or unreachable: nothing of the mirrors is left to end
+	}
+	dm, err := diskMigrator(mon)
+	if err == nil {
+		err = finishMirrors(ctx, dm, disks, true)
+	}
+	if err != nil {
+		a.log.Warn("migration failed: end the disk mirrors", "vmi", o.name(), "uid", o.UID, "err", err)
+	}
 }
 
 func (a *Agent) setProxy(uid string, p interface{ Close() error }) {

@@ -64,6 +64,9 @@ func (a *Agent) prepareIncoming(ctx context.Context, o *Observation) error {
 			// earlier migrate-incoming of this QEMU already listens).
 			return fmt.Errorf("migrate-incoming: %w", err)
 		}
+		if err := a.exportLocalDisks(ctx, o, mon); err != nil {
+			return err
+		}
 		if err := a.update(ctx, o, func(r *store.Record) error {
 			r.Migration.State, r.Migration.Started = migReady, a.now()
 			return nil
@@ -74,10 +77,33 @@ func (a *Agent) prepareIncoming(ctx context.Context, o *Observation) error {
 	return a.applyTargetStatus(ctx, o)
 }
 
+// exportLocalDisks exports the target QEMU's node-local disks for the
+// source's mirrors (migrationdisks.go), when the VMI has any.
+func (a *Agent) exportLocalDisks(ctx context.Context, o *Observation, mon Migrator) error {
+	nodes, err := localDisks(o.Record)
+	if err != nil || len(nodes) == 0 {
+		return err
+	}
+	dm, err := diskMigrator(mon)
+	if err != nil {
+		return err
+	}
+	return exportDisks(ctx, dm, launchspec.DefaultPaths().Socket(disksInSocket), nodes)
+}
+
 // reportTargetDetected persists and reports that the target QEMU runs the
 // guest.
 func (a *Agent) reportTargetDetected(ctx context.Context, o *Observation) error {
 	if o.Record.Migration.State != migDetected {
+		// The guest runs here: its disks are complete, the source's
+		// mirrors finished before the switch-over.
+		if nodes, err := localDisks(o.Record); err == nil && len(nodes) > 0 {
+			if mon, err := a.migrator(ctx, o); err == nil {
+				if dm, err := diskMigrator(mon); err == nil {
+					unexportDisks(ctx, dm, nodes)
+				}
+			}
+		}
 		if err := a.update(ctx, o, func(r *store.Record) error {
 			r.Migration.State = migDetected
 			return nil
@@ -128,7 +154,8 @@ func (a *Agent) Target(uid string) (migration.Target, bool) {
 		if m.State != migReady && m.State != migListening {
 			return migration.Target{}, false
 		}
-		return migration.Target{SourceNode: m.SourceNode, Socket: r.Sockets.Dir + "/" + migrationInSocket}, true
+		return migration.Target{SourceNode: m.SourceNode, Socket: r.Sockets.Dir + "/" + migrationInSocket,
+			DiskSocket: r.Sockets.Dir + "/" + disksInSocket}, true
 	}
 	return migration.Target{}, false
 }

@@ -168,6 +168,8 @@ func TestChannel_Refused(t *testing.T) {
 		{"ServerAuthOnly", c.ca.Issue(t, certrotation.AgentName("a"), []string{"a"}, x509.ExtKeyUsageServerAuth, time.Hour),
 			Route{MigrationUID: "mig-1", TargetNode: "b", Address: c.addr}},
 		{"APIClient", c.ca.APIClient(t), Route{MigrationUID: "mig-1", TargetNode: "b", Address: c.addr}},
+		// mig-1 moves no disks: no disk stream gets through.
+		{"NoDisks", c.ca.AgentServing(t, "a"), Route{MigrationUID: "mig-1", TargetNode: "b", Address: c.addr, Kind: KindDisks}},
 		// The source checks the target too: "b" is not the node at Address.
 		{"WrongTargetName", c.ca.AgentServing(t, "a"), Route{MigrationUID: "mig-1", TargetNode: "d", Address: c.addr}},
 	}
@@ -205,5 +207,41 @@ func TestProxy_SocketOpenToThePod(t *testing.T) {
 	}
 	if perm := fi.Mode().Perm(); perm&0o002 == 0 {
 		t.Errorf("proxy socket mode %v: QEMU as the pod's user could not connect", perm)
+	}
+}
+
+// TestChannel_DisksToTheirSocket: a disk stream reaches the target QEMU's
+// NBD socket, not its incoming migration socket.
+func TestChannel_DisksToTheirSocket(t *testing.T) {
+	c := newChannel(t)
+	nbd := filepath.Join(c.dir, "nbd.sock")
+	l, err := net.Listen("unix", nbd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				b, _ := io.ReadAll(conn)
+				_, _ = io.WriteString(conn, "nbd:"+string(b))
+			}()
+		}
+	}()
+	tgt := c.targets["mig-1"]
+	tgt.DiskSocket = nbd
+	c.targets["mig-1"] = tgt
+	route := Route{MigrationUID: "mig-1", TargetNode: "b", Address: c.addr, Kind: KindDisks}
+	if got, err := c.roundTrip(t, c.ca.AgentServing(t, "a"), route, "block"); err != nil || got != "nbd:block" {
+		t.Errorf("disk stream: %q, %v; want %q", got, err, "nbd:block")
+	}
+	route.Kind = KindState
+	if got, err := c.roundTrip(t, c.ca.AgentServing(t, "a"), route, "ram"); err != nil || got != "ram" {
+		t.Errorf("state stream: %q, %v; want the echo %q", got, err, "ram")
 	}
 }

@@ -6,15 +6,17 @@
 // is plaintext.
 //
 //   - Proxy (source side) listens on a unix socket QEMU's `migrate` connects
-//     to; every connection QEMU opens (one for the main stream, more with
-//     multifd) becomes one new TLS connection to the target agent, opened
-//     with a Header naming the migration UID and the stream number.
+//     to (or, for a disk mirror, QEMU's NBD client); every connection QEMU
+//     opens (one for the main stream, more with multifd) becomes one new
+//     TLS connection to the target agent, opened with a Header naming the
+//     migration UID, the stream's Kind and its number.
 //   - Server (target side) accepts TLS connections whose client certificate
 //     chains to the agents' trust bundle, reads the Header, asks its Targets
 //     which source node and QEMU socket belong to that migration UID, and
 //     serves only the certificate of that source node's agent
 //     (system:nodevirt-agent:<sourceNode>); it then pipes the bytes to the
-//     target QEMU's incoming socket.
+//     target QEMU's incoming socket (KindState) or its NBD server socket
+//     (KindDisks).
 //
 // Both sides take their certificates from the agent's certrotation.Rotator
 // (the agent-serving signer issues server and client auth) and the roots

@@ -11,6 +11,7 @@ func TestHeader_RoundTrip(t *testing.T) {
 	for _, h := range []Header{
 		{MigrationUID: "0d6c5e4a-8f1b-4c55-9a0e-3f1e2d4c5b6a", Stream: 0},
 		{MigrationUID: "x", Stream: 65535},
+		{MigrationUID: "d1", Kind: KindDisks, Stream: 3},
 	} {
 		var b bytes.Buffer
 		if _, err := h.WriteTo(&b); err != nil {
@@ -33,11 +34,13 @@ func TestHeader_Invalid(t *testing.T) {
 		wire string
 	}{
 		{"Empty", ""},
-		{"WrongMagic", "QEVM\x01a\x00\x00"},
-		{"ZeroLength", "NVM1\x00\x00\x00"},
-		{"TooLong", "NVM1\x41" + strings.Repeat("a", 65) + "\x00\x00"},
-		{"BadCharacter", "NVM1\x03a/b\x00\x00"},
-		{"Truncated", "NVM1\x05abc"},
+		{"WrongMagic", "QEVM\x00\x01a\x00\x00"},
+		{"OldVersion", "NVM1\x01a\x00\x00"},
+		{"UnknownKind", "NVM2\x07\x01a\x00\x00"},
+		{"ZeroLength", "NVM2\x00\x00\x00\x00"},
+		{"TooLong", "NVM2\x00\x41" + strings.Repeat("a", 65) + "\x00\x00"},
+		{"BadCharacter", "NVM2\x00\x03a/b\x00\x00"},
+		{"Truncated", "NVM2\x00\x05abc"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

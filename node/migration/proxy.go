@@ -30,6 +30,8 @@ type Route struct {
 	// Address is the target agent's migration listener, host:port
 	// (migrationState.targetNodeAddress).
 	Address string
+	// Kind is what the proxied connections carry (one proxy per kind).
+	Kind Kind
 }
 
 // Proxy listens on a unix socket for the source QEMU's migration
@@ -59,7 +61,7 @@ const drainTimeout = 10 * time.Second
 // Listen starts a proxy for route on the unix socket path (replacing a
 // stale socket file). Close it when the migration ended.
 func (d Dialer) Listen(path string, route Route) (*Proxy, error) {
-	if err := (Header{MigrationUID: route.MigrationUID}).validate(); err != nil {
+	if err := (Header{MigrationUID: route.MigrationUID, Kind: route.Kind}).validate(); err != nil {
 		return nil, err
 	}
 	_ = os.Remove(path)
@@ -121,7 +123,7 @@ func (p *Proxy) accept(ctx context.Context) {
 			return
 		}
 		p.mu.Lock()
-		h := Header{MigrationUID: p.route.MigrationUID, Stream: p.stream}
+		h := Header{MigrationUID: p.route.MigrationUID, Kind: p.route.Kind, Stream: p.stream}
 		p.stream++
 		p.conns[c] = struct{}{}
 		p.mu.Unlock()

@@ -24,6 +24,17 @@ type Target struct {
 	SourceNode string
 	// Socket is the host path of the target QEMU's incoming unix socket.
 	Socket string
+	// DiskSocket is the host path of the target QEMU's NBD server socket
+	// ("" when the migration moves no disks).
+	DiskSocket string
+}
+
+// socket is where a stream of kind goes.
+func (t Target) socket(k Kind) string {
+	if k == KindDisks {
+		return t.DiskSocket
+	}
+	return t.Socket
 }
 
 // Targets tells the server which migrations it accepts (the agent's target
@@ -129,7 +140,7 @@ func (s *Server) serveConn(ctx context.Context, raw net.Conn) {
 	}
 	_ = tc.SetDeadline(time.Time{})
 	dctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
-	qc, err := unixsock.Dial(dctx, tgt.Socket)
+	qc, err := unixsock.Dial(dctx, tgt.socket(h.Kind))
 	cancel()
 	if err != nil {
 		log.Warn("migration channel: target QEMU socket", "migration", h.MigrationUID, "err", err)
@@ -137,7 +148,7 @@ func (s *Server) serveConn(ctx context.Context, raw net.Conn) {
 	}
 	s.track(qc, true)
 	defer s.track(qc, false)
-	log.Info("migration channel: stream accepted", "migration", h.MigrationUID, "stream", h.Stream, "source", tgt.SourceNode)
+	log.Info("migration channel: stream accepted", "migration", h.MigrationUID, "kind", h.Kind, "stream", h.Stream, "source", tgt.SourceNode)
 	n := pipe(tc, qc)
 	log.Info("migration channel: stream ended", "migration", h.MigrationUID, "stream", h.Stream, "bytes", n)
 }
@@ -148,6 +159,9 @@ func (s *Server) authorize(cs tls.ConnectionState, h Header) (Target, error) {
 	tgt, ok := s.targets.Target(h.MigrationUID)
 	if !ok {
 		return Target{}, fmt.Errorf("%w: no incoming migration %s on this node", ErrUnauthorizedPeer, h.MigrationUID)
+	}
+	if tgt.socket(h.Kind) == "" {
+		return Target{}, fmt.Errorf("%w: migration %s moves no disks", ErrUnauthorizedPeer, h.MigrationUID)
 	}
 	if len(cs.PeerCertificates) == 0 {
 		return Target{}, fmt.Errorf("%w: no certificate", ErrUnauthorizedPeer)
