@@ -9,11 +9,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
+
+	"github.com/nodevirt/nodevirt/node/launchspec"
 )
 
 // holdDiskCmd keeps a containerDisk image's root reachable through
 // /proc/<pid>/root: it writes its pid to --pid-file and sleeps until
-// SIGTERM.
+// SIGTERM, or until the launcher ended (launchspec.LauncherDoneName next
+// to the pid file), so that the pod completes.
 func holdDiskCmd(args []string) int {
 	fs := flag.NewFlagSet("hold-disk", flag.ContinueOnError)
 	pidFile := fs.String("pid-file", "", "where to write this process's pid")
@@ -27,9 +31,23 @@ func holdDiskCmd(args []string) int {
 		fmt.Fprintln(os.Stderr, "hold-disk:", err)
 		return 1
 	}
-	<-ctx.Done()
-	return 0
+	done := filepath.Join(filepath.Dir(*pidFile), launchspec.LauncherDoneName)
+	tick := time.NewTicker(holderPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-tick.C:
+			if _, err := os.Stat(done); err == nil {
+				return 0
+			}
+		}
+	}
 }
+
+// holderPoll is how often a holder looks for the launcher's end marker.
+const holderPoll = time.Second
 
 func writePID(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

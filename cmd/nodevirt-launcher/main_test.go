@@ -1,11 +1,15 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nodevirt/nodevirt/node/launchspec"
 )
 
 func TestInstallAndCopy(t *testing.T) {
@@ -50,5 +54,32 @@ func TestWritePID(t *testing.T) {
 	b, err := os.ReadFile(p)
 	if err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(os.Getpid()) {
 		t.Errorf("pid file = %q, %v", b, err)
+	}
+}
+
+// TestHoldDisk_ExitsWhenTheLauncherEnded: a holder runs until the
+// launcher's end marker appears next to its pid file (then the pod can
+// complete), and markDone writes that marker where holders look.
+func TestHoldDisk_ExitsWhenTheLauncherEnded(t *testing.T) {
+	sockets := t.TempDir()
+	pidFile := launchspec.Paths{Sockets: sockets}.HolderPIDFile("root")
+	code := make(chan int, 1)
+	go func() { code <- holdDiskCmd([]string{"--pid-file", pidFile}) }()
+	select {
+	case c := <-code:
+		t.Fatalf("holder exited %d before the launcher ended", c)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	if _, err := os.Stat(pidFile); err != nil {
+		t.Fatalf("holder's pid file: %v", err)
+	}
+	markDone(sockets, slog.New(slog.DiscardHandler))
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Errorf("holder exited %d, want 0", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("holder still running after the launcher's end marker")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -43,6 +44,7 @@ func runCmd(args []string) int {
 		}
 	}()
 	exit, err := srv.Run(context.Background())
+	markDone(cfg.SocketsDir, cfg.Logger)
 	if err != nil {
 		cfg.Logger.Error("launcher failed", "err", err)
 		return 1
@@ -54,4 +56,17 @@ func runCmd(args []string) int {
 		return 0
 	}
 	return 1
+}
+
+// markDone writes the launcher's end marker for the containerDisk holders
+// (launchspec.LauncherDoneName), which then exit.
+func markDone(socketsDir string, log *slog.Logger) {
+	p := launchspec.Paths{Sockets: socketsDir}.LauncherDone()
+	err := os.MkdirAll(filepath.Dir(p), 0o755)
+	if err == nil {
+		err = os.WriteFile(p, nil, 0o644)
+	}
+	if err != nil {
+		log.Warn("end marker for the disk holders", "err", err)
+	}
 }

@@ -59,6 +59,15 @@ func (p Paths) HolderPIDFile(volume string) string {
 	return filepath.Join(p.Sockets, "disks", volume+".pid")
 }
 
+// LauncherDoneName is the file the launcher writes next to the holders'
+// pid files when it ends: the containerDisk holders exit then, so the pod
+// completes (after a guest shutdown, or on the source of a migration)
+// instead of running on with nothing to hold a disk for.
+const LauncherDoneName = "launcher.done"
+
+// LauncherDone is the launcher's end marker (LauncherDoneName).
+func (p Paths) LauncherDone() string { return filepath.Join(p.Sockets, "disks", LauncherDoneName) }
+
 // Kernel and Initrd are the kernelBoot files copied by the kernel-boot init
 // container.
 func (p Paths) Kernel() string { return filepath.Join(p.Private, "kernel", "kernel") }
