@@ -114,52 +114,6 @@ func (a *Agent) migrateSource(ctx context.Context, o *Observation) error {
 	}
 }
 
-// followMirrors waits for the disk mirrors to catch up, then moves the
-// guest's state; an abort, a timeout or a lost channel fails the
-// migration before the guest was touched.
-func (a *Agent) followMirrors(ctx context.Context, o *Observation, ms *v1.VirtualMachineInstanceMigrationState, m *store.Migration) error {
-	if reason, abort := a.cancelReason(o, ms, m, qmp.MigrationInfo{}); reason != "" {
-		return a.failMigration(ctx, o, reason, abort)
-	}
-	mon, err := a.migrator(ctx, o)
-	if err != nil {
-		return err
-	}
-	dm, err := diskMigrator(mon)
-	if err != nil {
-		return a.failMigration(ctx, o, err.Error(), false)
-	}
-	disks, err := localDisks(o.Record)
-	if err != nil {
-		return a.failMigration(ctx, o, err.Error(), false)
-	}
-	ready, err := mirrorsReady(ctx, dm, disks)
-	if err != nil {
-		return a.failMigration(ctx, o, err.Error(), false)
-	}
-	if !ready {
-		return nil // polled (pollMigration)
-	}
-	return a.beginTransfer(ctx, o, mon)
-}
-
-// switchOver finishes the disk mirrors while QEMU holds the migration at
-// pre-switchover (the guest stands still), then lets it go on.
-func (a *Agent) switchOver(ctx context.Context, o *Observation, mon Migrator) error {
-	dm, err := diskMigrator(mon)
-	if err != nil {
-		return err
-	}
-	disks, err := localDisks(o.Record)
-	if err != nil {
-		return err
-	}
-	if err := finishMirrors(ctx, dm, disks, false); err != nil {
-		return err
-	}
-	return dm.MigrateContinue(ctx, qmp.MigrationPreSwitch)
-}
-
 // closers closes several proxies as one.
 type closers []io.Closer
 
@@ -488,26 +442,6 @@ func (a *Agent) failMigration(ctx context.Context, o *Observation, reason string
 	}
 	ms := o.outgoing()
 	return a.applyMigrationState(ctx, o, ptr(sourceFields(o.Record.Migration, ms != nil && ms.AbortRequested)), v1.ManagerSourceAgent)
-}
-
-// abandonMirrors ends the disk mirrors of a failed migration, if any,
-// and removes their NBD client nodes: the guest's disks stay here.
-func (a *Agent) abandonMirrors(ctx context.Context, o *Observation) {
-	disks, err := localDisks(o.Record)
-	if err != nil || len(disks) == 0 {
-		return
-	}
-	mon, err := a.migrator(ctx, o)
-	if err != nil {
-		return // QEMU is gone or unreachable: nothing of the mirrors is left to end
-	}
-	dm, err := diskMigrator(mon)
-	if err == nil {
-		err = finishMirrors(ctx, dm, disks, true)
-	}
-	if err != nil {
-		a.log.Warn("migration failed: end the disk mirrors", "vmi", o.name(), "uid", o.UID, "err", err)
-	}
 }
 
 func (a *Agent) setProxy(uid string, p interface{ Close() error }) {
