@@ -32,6 +32,12 @@ func (m targetMap) Target(uid string) (Target, bool) { t, ok := m[uid]; return t
 // echoQEMU stands in for the target QEMU's incoming socket: it echoes what
 // it reads and closes at EOF.
 func echoQEMU(t *testing.T, path string) {
+	serveUnix(t, path, func(c net.Conn) { _, _ = io.Copy(c, c) })
+}
+
+// serveUnix serves each connection on the unix socket path with handle,
+// then closes it.
+func serveUnix(t *testing.T, path string, handle func(net.Conn)) {
 	l, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +51,7 @@ func echoQEMU(t *testing.T, path string) {
 			}
 			go func() {
 				defer c.Close()
-				_, _ = io.Copy(c, c)
+				handle(c)
 			}()
 		}
 	}()
@@ -215,24 +221,10 @@ func TestProxy_SocketOpenToThePod(t *testing.T) {
 func TestChannel_DisksToTheirSocket(t *testing.T) {
 	c := newChannel(t)
 	nbd := filepath.Join(c.dir, "nbd.sock")
-	l, err := net.Listen("unix", nbd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				b, _ := io.ReadAll(conn)
-				_, _ = io.WriteString(conn, "nbd:"+string(b))
-			}()
-		}
-	}()
+	serveUnix(t, nbd, func(conn net.Conn) {
+		b, _ := io.ReadAll(conn)
+		_, _ = io.WriteString(conn, "nbd:"+string(b))
+	})
 	tgt := c.targets["mig-1"]
 	tgt.DiskSocket = nbd
 	c.targets["mig-1"] = tgt
