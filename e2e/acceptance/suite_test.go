@@ -2,11 +2,7 @@ package acceptance
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -174,64 +170,15 @@ func report(t *testing.T, times map[int]time.Duration, results map[int]string, e
 	t.Log(b.String())
 }
 
-// setUp takes the cluster lock, reuses or starts the cluster, imports the
-// images and deploys nodevirt; cleanups undo what it started.
+// setUp reuses or starts the cluster, imports the images and deploys
+// nodevirt (localcluster.Deployed); cleanups undo what it started.
 func setUp(t *testing.T) *suite {
 	t.Helper()
 	root, err := localcluster.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	lockCtx, lockCancel := context.WithTimeout(context.Background(), localcluster.LockWait)
-	defer lockCancel()
-	unlock, err := localcluster.Lock(lockCtx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(unlock)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-
-	dir := os.Getenv("NODEVIRT_E2E_CLUSTER_DIR")
-	if dir == "" {
-		dir = filepath.Join(root, ".cluster")
-	}
-	if marker, err := os.ReadFile("/run/nodevirt-cluster"); err == nil {
-		dir = strings.TrimSpace(string(marker)) // one cluster per host: use the running one
-	}
-	log := &testLog{t: t}
-	c, err := localcluster.Load(dir)
-	switch {
-	case err == nil:
-		t.Logf("reusing the local cluster in %s", dir)
-		if err := run(ctx, log, root, "make", "--no-print-directory", "images"); err != nil {
-			t.Fatalf("make images: %v", err)
-		}
-	case errors.Is(err, localcluster.ErrNotRunning):
-		t.Logf("starting a local cluster in %s", dir)
-		c, err = localcluster.Up(ctx, localcluster.Config{Dir: dir, Log: log})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if os.Getenv("NODEVIRT_E2E_KEEP") != "1" {
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-				defer cancel()
-				if err := c.Down(ctx); err != nil {
-					t.Errorf("cluster down: %v", err)
-				}
-			})
-		}
-	default:
-		t.Fatal(err)
-	}
-
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "deploy-local.sh"))
-	cmd.Env = append(os.Environ(), "CLUSTER_DIR="+c.Dir, "RESTART=1")
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("hack/deploy-local.sh: %v", err)
-	}
+	c := localcluster.Deployed(t, &testLog{t: t})
 
 	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
@@ -253,14 +200,6 @@ func (s *suite) deleteNamespace(t *testing.T) {
 	if _, err := s.cluster.Kubectl(ctx, nil, "delete", "namespace", namespace, "--wait=true", "--timeout=170s"); err != nil {
 		t.Errorf("delete namespace %s: %v", namespace, err)
 	}
-}
-
-// run runs a command in dir with its output going to w.
-func run(ctx context.Context, w *testLog, dir string, name string, args ...string) error {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = w, w
-	return cmd.Run()
 }
 
 // testLog is an io.Writer into t.Log, one call per write.

@@ -2,10 +2,6 @@ package consoleui
 
 import (
 	"context"
-	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,8 +21,8 @@ type env struct {
 	virt    versioned.Interface
 }
 
-// setUp takes the cluster lock, reuses or starts the local cluster and
-// deploys nodevirt from this tree (as e2e/acceptance does); cleanups undo
+// setUp reuses or starts the local cluster and deploys nodevirt from
+// this tree (localcluster.Deployed, as e2e/acceptance does); cleanups undo
 // what it started.
 func setUp(t *testing.T) *env {
 	t.Helper()
@@ -38,67 +34,12 @@ func setUp(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lockCtx, lockCancel := context.WithTimeout(context.Background(), localcluster.LockWait)
-	defer lockCancel()
-	unlock, err := localcluster.Lock(lockCtx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(unlock)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-
-	dir := os.Getenv("NODEVIRT_E2E_CLUSTER_DIR")
-	if dir == "" {
-		dir = filepath.Join(root, ".cluster")
-	}
-	if marker, err := os.ReadFile("/run/nodevirt-cluster"); err == nil {
-		dir = strings.TrimSpace(string(marker)) // one cluster per host: use the running one
-	}
-	log := testenv.LogWriter(t)
-	c, err := localcluster.Load(dir)
-	switch {
-	case err == nil:
-		t.Logf("reusing the local cluster in %s", dir)
-		if err := run(ctx, log, root, "make", "--no-print-directory", "images"); err != nil {
-			t.Fatalf("make images: %v", err)
-		}
-	case errors.Is(err, localcluster.ErrNotRunning):
-		t.Logf("starting a local cluster in %s", dir)
-		c, err = localcluster.Up(ctx, localcluster.Config{Dir: dir, Log: log})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if os.Getenv("NODEVIRT_E2E_KEEP") != "1" {
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-				defer cancel()
-				if err := c.Down(ctx); err != nil {
-					t.Errorf("cluster down: %v", err)
-				}
-			})
-		}
-	default:
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "deploy-local.sh"))
-	cmd.Env = append(os.Environ(), "CLUSTER_DIR="+c.Dir, "RESTART=1")
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("hack/deploy-local.sh: %v", err)
-	}
+	c := localcluster.Deployed(t, testenv.LogWriter(t))
 	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &env{root: root, out: out, cluster: c, virt: versioned.NewForConfigOrDie(rc)}
-}
-
-func run(ctx context.Context, log interface{ Write([]byte) (int, error) }, dir, name string, args ...string) error {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = log, log
-	return cmd.Run()
 }
 
 // kubectl runs the cluster's kubectl as admin with stdin (may be empty)

@@ -1,0 +1,85 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Deployed is a single-node suite's cluster: it takes the cluster lock,
+// reuses the running local cluster (after `make images`, which rebuilds
+// and imports what changed) or starts one in NODEVIRT_E2E_CLUSTER_DIR
+// (default <repo>/.cluster), and deploys nodevirt from this tree
+// (hack/deploy-local.sh with RESTART=1, so re-imported images run).
+// Cleanups release the lock and stop a cluster it started, unless
+// NODEVIRT_E2E_KEEP=1. Progress goes to log.
+func Deployed(t *testing.T, log io.Writer) *Cluster {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lockCtx, lockCancel := context.WithTimeout(context.Background(), LockWait)
+	defer lockCancel()
+	unlock, err := Lock(lockCtx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(unlock)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+
+	dir := os.Getenv("NODEVIRT_E2E_CLUSTER_DIR")
+	if dir == "" {
+		dir = filepath.Join(root, ".cluster")
+	}
+	if marker, err := os.ReadFile("/run/nodevirt-cluster"); err == nil {
+		dir = strings.TrimSpace(string(marker)) // one cluster per host: use the running one
+	}
+	c, err := Load(dir)
+	switch {
+	case err == nil:
+		t.Logf("reusing the local cluster in %s", dir)
+		if err := runIn(ctx, log, root, "make", "--no-print-directory", "images"); err != nil {
+			t.Fatalf("make images: %v", err)
+		}
+	case errors.Is(err, ErrNotRunning):
+		t.Logf("starting a local cluster in %s", dir)
+		c, err = Up(ctx, Config{Dir: dir, Log: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if os.Getenv("NODEVIRT_E2E_KEEP") != "1" {
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				defer cancel()
+				if err := c.Down(ctx); err != nil {
+					t.Errorf("cluster down: %v", err)
+				}
+			})
+		}
+	default:
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "deploy-local.sh"))
+	cmd.Env = append(os.Environ(), "CLUSTER_DIR="+c.Dir, "RESTART=1")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("hack/deploy-local.sh: %v", err)
+	}
+	return c
+}
+
+// runIn runs a command in dir with its output going to w.
+func runIn(ctx context.Context, w io.Writer, dir, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = w, w
+	return cmd.Run()
+}
