@@ -16,7 +16,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -158,18 +157,6 @@ func (h *harness) stopAgent() { h.agent.stop() }
 
 func (h *harness) agentPID() int { return h.agent.pid() }
 
-// vmOpts shape a test VMI.
-type vmOpts struct {
-	binding    string // "", "masquerade" or "bridge"
-	userData   string
-	ignoreACPI bool
-	grace      int64
-	graphics   bool   // VGA + VNC
-	paused     bool   // startStrategy Paused
-	balloon    bool   // a virtio-balloon device
-	scratch    string // capacity of an emptyDisk "scratch" (virtio, after cloudinit); "" = none
-}
-
 // vm is one VMI with its pod directory, netns and launcher process.
 type vm struct {
 	h        *harness
@@ -234,76 +221,6 @@ func (h *harness) createVM(t *testing.T, name string, o vmOpts) *vm {
 	}
 	v.created = time.Now()
 	return v
-}
-
-func testVMI(ns, name string, o vmOpts) *v1.VirtualMachineInstance {
-	mem := resource.MustParse("128Mi")
-	args := "console=ttyS0 quiet panic=-1"
-	if o.ignoreACPI {
-		args += " nodevirt.ignore_acpi=1"
-	}
-	off, gfx, balloon := false, o.graphics, o.balloon
-	vmi := &v1.VirtualMachineInstance{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns, Name: name,
-			Labels:     map[string]string{v1.NodeNameLabel: testNode},
-			Finalizers: []string{v1.VirtualMachineInstanceFinalizer},
-		},
-		Spec: v1.VirtualMachineInstanceSpec{
-			Domain: v1.DomainSpec{
-				Memory: &v1.Memory{Guest: &mem},
-				Firmware: &v1.Firmware{KernelBoot: &v1.KernelBoot{
-					KernelArgs: args,
-					Container:  &v1.KernelBootContainer{Image: "guest:test", KernelPath: "/vmlinux", InitrdPath: "/initrd.img"},
-				}},
-				Devices: v1.Devices{AutoattachGraphicsDevice: &gfx, AutoattachMemBalloon: &balloon},
-			},
-		},
-	}
-	if o.grace > 0 {
-		vmi.Spec.TerminationGracePeriodSeconds = &o.grace
-	}
-	if o.paused {
-		s := v1.StartStrategyPaused
-		vmi.Spec.StartStrategy = &s
-	}
-	switch o.binding {
-	case "":
-		vmi.Spec.Domain.Devices.AutoattachPodInterface = &off
-	case "masquerade":
-		vmi.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "default", Masquerade: &v1.InterfaceMasquerade{}}}
-		vmi.Spec.Networks = []v1.Network{{Name: "default", Pod: &v1.PodNetwork{}}}
-	case "bridge":
-		vmi.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "default", Bridge: &v1.InterfaceBridge{}}}
-		vmi.Spec.Networks = []v1.Network{{Name: "default", Pod: &v1.PodNetwork{}}}
-	}
-	if o.userData != "" {
-		vmi.Spec.Domain.Devices.Disks = []v1.Disk{{Name: "cloudinit", Disk: &v1.DiskTarget{Bus: "virtio"}}}
-		vmi.Spec.Volumes = []v1.Volume{{Name: "cloudinit",
-			CloudInitNoCloud: &v1.CloudInitNoCloudSource{UserData: o.userData},
-		}}
-	}
-	if o.scratch != "" {
-		vmi.Spec.Domain.Devices.Disks = append(vmi.Spec.Domain.Devices.Disks, v1.Disk{Name: "scratch", Disk: &v1.DiskTarget{Bus: "virtio"}})
-		vmi.Spec.Volumes = append(vmi.Spec.Volumes, v1.Volume{Name: "scratch",
-			EmptyDisk: &v1.EmptyDiskSource{Capacity: resource.MustParse(o.scratch)}})
-	}
-	return vmi
-}
-
-func testPod(vmi *v1.VirtualMachineInstance) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: "virt-launcher-" + vmi.Name + "-",
-			Labels:       map[string]string{v1.AppLabel: v1.LauncherAppValue, v1.CreatedByLabel: string(vmi.UID)},
-			Annotations:  map[string]string{v1.DomainAnnotation: vmi.Name},
-		},
-		Spec: corev1.PodSpec{
-			NodeName:      testNode,
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers:    []corev1.Container{{Name: "compute", Image: "nodevirt/nodevirt-launcher:test"}},
-		},
-	}
 }
 
 // makePodNetns creates a netns that looks like a CNI-built pod network:
