@@ -12,6 +12,10 @@
 #   RESTART=1   restart the controller and agents after applying, so that
 #               freshly imported images with an unchanged tag are used
 #   TIMEOUT=s   how long to wait for readiness (default 180)
+#   POD_SHAPE   launcher pod shape (ImageVolumes, Containers, Auto); default
+#               ImageVolumes on a cluster with the ImageVolume gate, else
+#               Containers. A change restarts the controller, which reads its
+#               configuration when it becomes leader.
 set -euo pipefail
 # shellcheck source=cluster/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/cluster/lib.sh"
@@ -44,9 +48,19 @@ if ! kubectl -n nodevirt get configmap nodevirt-ca-bundle >/dev/null 2>&1; then
 		--from-literal=ca.crt="$(kubectl -n nodevirt get secret nodevirt-ca -o jsonpath='{.data.ca\.crt}' | base64 -d)" >/dev/null
 fi
 
-log "applying deploy/local"
+if [ -n "${POD_SHAPE:-}" ]; then
+	shape=$POD_SHAPE
+elif [ "$IMAGE_VOLUMES" = true ]; then
+	shape=ImageVolumes
+else
+	shape=Containers
+fi
+case $shape in ImageVolumes | Containers | Auto) ;; *) die "POD_SHAPE=$shape: want ImageVolumes, Containers or Auto" ;; esac
+old_shape=$(kubectl -n nodevirt get configmap nodevirt-config -o jsonpath='{.data.launcherPodShape}' 2>/dev/null || true)
+
+log "applying deploy/local (launcher pod shape $shape)"
 kubectl kustomize "$REPO_ROOT/deploy/local" |
-	sed "s#/CLUSTER_DIR/nodes#$CLUSTER_DIR/nodes#g" |
+	sed -e "s#/CLUSTER_DIR/nodes#$CLUSTER_DIR/nodes#g" -e "s#LAUNCHER_POD_SHAPE#$shape#g" |
 	kubectl apply -f - >/dev/null
 kubectl wait --for=condition=Established --timeout=60s \
 	crd/virtualmachines.kubevirt.io crd/virtualmachineinstances.kubevirt.io >/dev/null
@@ -59,6 +73,9 @@ done
 if [ "${RESTART:-}" = 1 ]; then
 	log "restarting the controller, agents and API server"
 	kubectl -n nodevirt rollout restart deployment/nodevirt-controller daemonset/nodevirt-agent deployment/nodevirt-api >/dev/null
+elif [ -n "$old_shape" ] && [ "$old_shape" != "$shape" ]; then
+	log "launcher pod shape $old_shape -> $shape: restarting the controller"
+	kubectl -n nodevirt rollout restart deployment/nodevirt-controller >/dev/null
 fi
 kubectl -n nodevirt rollout status deployment/nodevirt-controller --timeout="${TIMEOUT}s" >/dev/null
 kubectl -n nodevirt rollout status daemonset/nodevirt-agent --timeout="${TIMEOUT}s" >/dev/null

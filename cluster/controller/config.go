@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodevirt/nodevirt/cluster/certsigner"
 	"github.com/nodevirt/nodevirt/cluster/node"
+	"github.com/nodevirt/nodevirt/cluster/vmi"
 )
 
 // Config is the controller process configuration.
@@ -39,6 +40,9 @@ type Config struct {
 	LauncherImage string
 	// Emulation runs VMs under TCG (no devices.kubevirt.io/kvm request).
 	Emulation bool
+	// PodShape chooses the launcher pods' shape (vmi.ShapeMode; "" is
+	// Auto): one container with image volumes, or the fallback shape.
+	PodShape vmi.ShapeMode
 	// HeartbeatThreshold is the node heartbeat age after which a node is
 	// unresponsive.
 	HeartbeatThreshold time.Duration
@@ -95,6 +99,8 @@ func (c Config) Validate() error {
 		return errors.New("launcher image must be set")
 	case c.HeartbeatThreshold <= 0 || c.HeartbeatRecheck <= 0:
 		return errors.New("heartbeat threshold and recheck must be positive")
+	case c.PodShape != "" && c.PodShape != vmi.ShapeAuto && c.PodShape != vmi.ShapeModeImageVolumes && c.PodShape != vmi.ShapeModeContainers:
+		return fmt.Errorf("launcher pod shape %q: want Auto, ImageVolumes or Containers", c.PodShape)
 	case c.CertLifetime < 10*time.Minute:
 		return fmt.Errorf("certificate lifetime must be at least 10m (the CSR API minimum), got %s", c.CertLifetime)
 	}
@@ -105,6 +111,8 @@ func (c Config) Validate() error {
 const (
 	KeyLauncherImage      = "launcherImage"
 	KeyUseEmulation       = "useEmulation"
+	// KeyLauncherPodShape is Auto, ImageVolumes or Containers (vmi.ShapeMode).
+	KeyLauncherPodShape = "launcherPodShape"
 	KeyHeartbeatThreshold = "heartbeatThreshold"
 	// KeyMigrations holds a YAML or JSON object with KubeVirt's
 	// migrations fields (parallelMigrationsPerCluster, bandwidthPerMigration, …).
@@ -139,6 +147,13 @@ func (c Config) withData(data map[string]string) (Config, error) {
 			return c, fmt.Errorf("configmap key %s: %w", KeyUseEmulation, err)
 		}
 		c.Emulation = b
+	}
+	if v, ok := data[KeyLauncherPodShape]; ok {
+		m, err := vmi.ParseShapeMode(v)
+		if err != nil {
+			return c, fmt.Errorf("configmap key %s: %w", KeyLauncherPodShape, err)
+		}
+		c.PodShape = m
 	}
 	if v, ok := data[KeyHeartbeatThreshold]; ok {
 		d, err := time.ParseDuration(v)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nodevirt/nodevirt/cluster/certsigner"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
+	"github.com/nodevirt/nodevirt/cluster/vmi"
 )
 
 // Deps are the controller process's collaborators.
@@ -191,7 +192,13 @@ func lead(ctx context.Context, cfg Config, d Deps) error {
 		}
 		d.Log.Info("signing node API certificates", "ca", ca.Certificate().Subject.CommonName, "caNotAfter", ca.Certificate().NotAfter)
 	}
-	s, err := build(cfg, d, ca)
+	// Without an answer the fallback shape, which works everywhere, is used.
+	imageVolumes, err := vmi.ProbeImageVolumes(ctx, d.Kube.CoreV1(), cfg.Namespace, cfg.LauncherImage)
+	if err != nil {
+		d.Log.Warn("launcher pods get the Containers shape", "err", err)
+	}
+	d.Log.Info("launcher pod shape", "mode", cfg.PodShape, "apiServerKeepsImageVolumes", imageVolumes)
+	s, err := build(cfg, d, ca, imageVolumes)
 	if err != nil {
 		return err
 	}

@@ -46,8 +46,9 @@ type informerSet struct {
 }
 
 // build wires the controllers; ca (nil: no signer) signs node API
-// certificates.
-func build(cfg Config, d Deps, ca *certsigner.CA) (*system, error) {
+// certificates; imageVolumes is the API server's answer to
+// vmi.ProbeImageVolumes.
+func build(cfg Config, d Deps, ca *certsigner.CA, imageVolumes bool) (*system, error) {
 	s := &system{
 		kvFactory:   kvinformers.NewSharedInformerFactory(d.Kubevirt, 0),
 		kubeFactory: informers.NewSharedInformerFactory(d.Kube, 0),
@@ -71,6 +72,7 @@ func build(cfg Config, d Deps, ca *certsigner.CA) (*system, error) {
 		return nil, err
 	}
 	pods := inf.pods.GetIndexer()
+	shapes := &vmi.Shapes{Mode: cfg.PodShape, APIKeeps: imageVolumes, Nodes: corelisters.NewNodeLister(inf.nodes.GetIndexer())}
 
 	vmLoop := reconcile.New("vm", nil, d.Log, metrics)
 	vmLoop.SetSyncer(vm.New(vm.Deps{
@@ -82,7 +84,7 @@ func build(cfg Config, d Deps, ca *certsigner.CA) (*system, error) {
 		VMIs: kvlisters.NewVirtualMachineInstanceLister(inf.vmis.GetIndexer()), Pods: pods,
 		PVCs:   corelisters.NewPersistentVolumeClaimLister(inf.pvcs.GetIndexer()),
 		PodAPI: d.Kube.CoreV1(), Client: d.Kubevirt.KubevirtV1(), Recorder: recorder, Queue: vmiLoop,
-		Config: vmi.PodConfig{LauncherImage: cfg.LauncherImage, Emulation: cfg.Emulation},
+		Config: vmi.PodConfig{LauncherImage: cfg.LauncherImage, Emulation: cfg.Emulation}, Shapes: shapes,
 	})
 	vmiLoop.SetSyncer(vmiCtl)
 	nodeLoop := reconcile.New("node", nil, d.Log, metrics)
@@ -93,7 +95,7 @@ func build(cfg Config, d Deps, ca *certsigner.CA) (*system, error) {
 		Threshold: cfg.HeartbeatThreshold, Recheck: cfg.HeartbeatRecheck,
 	}))
 	s.loops = []*reconcile.Loop{vmLoop, vmiLoop, nodeLoop}
-	mig, err := s.migration(cfg, d, inf, recorder, metrics)
+	mig, err := s.migration(cfg, d, inf, recorder, metrics, shapes)
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,8 @@ type Deps struct {
 	// Policies may be nil (no MigrationPolicies).
 	Policies  PolicyResolver
 	PodConfig vmi.PodConfig
+	// Shapes chooses each target pod's shape (nil: PodConfig.Shape).
+	Shapes *vmi.Shapes
 	Config    Config
 	Now       func() time.Time
 }

@@ -48,7 +48,9 @@ type Deps struct {
 	Recorder record.EventRecorder
 	Queue    Enqueuer // may be nil in tests
 	Config   PodConfig
-	Now      func() time.Time
+	// Shapes chooses each new pod's shape (nil: Config.Shape).
+	Shapes *Shapes
+	Now    func() time.Time
 }
 
 // Controller syncs VirtualMachineInstances up to Scheduled and their pods.
@@ -167,7 +169,11 @@ func (c *Controller) render(vmi *v1.VirtualMachineInstance) (*corev1.Pod, error)
 			modes[claim] = *pvc.Spec.VolumeMode
 		}
 	}
-	return RenderPod(vmi, c.d.Config, modes)
+	cfg := c.d.Config
+	if c.d.Shapes != nil {
+		cfg.Shape = c.d.Shapes.Shape()
+	}
+	return RenderPod(vmi, cfg, modes)
 }
 
 func (c *Controller) apply(ctx context.Context, vmi *v1.VirtualMachineInstance, o Observed, pod *corev1.Pod, res Result) error {

@@ -19,11 +19,14 @@ const (
 	PrivateVolume    = "private"
 	BinVolume        = "nodevirt-bin"
 
-	SocketsDir  = "/var/run/nodevirt/sockets"
-	PrivateDir  = "/var/run/nodevirt/private"
-	BinDir      = "/var/run/nodevirt/bin"
-	SecretsDir  = "/var/run/nodevirt/secrets"
-	PVCsDir     = "/var/run/nodevirt/pvcs"
+	SocketsDir = "/var/run/nodevirt/sockets"
+	PrivateDir = "/var/run/nodevirt/private"
+	BinDir     = "/var/run/nodevirt/bin"
+	SecretsDir = "/var/run/nodevirt/secrets"
+	PVCsDir    = "/var/run/nodevirt/pvcs"
+	// ImagesDir holds the image volumes of the ImageVolumes shape:
+	// disks/<volume> per containerDisk, kernel-boot for a kernelBoot image.
+	ImagesDir   = "/var/run/nodevirt/images"
 	BlockDevDir = "/dev/nodevirt"
 
 	launcherBinary = "nodevirt-launcher"
@@ -31,6 +34,10 @@ const (
 	kernelBootContainer = "kernel-boot"
 	// diskContainerPrefix + volume name holds a containerDisk image.
 	diskContainerPrefix = "volume"
+	// diskImageSuffix: volume name + diskImageSuffix is a containerDisk's
+	// image volume; kernelBootVolume is the kernelBoot image's.
+	diskImageSuffix  = "-image"
+	kernelBootVolume = "kernel-boot"
 	// LauncherUID is the uid and gid every container of the pod runs as.
 	LauncherUID = 107
 	// GracePeriodExtra is added to the VMI's grace period for the pod, so
@@ -51,6 +58,8 @@ type PodConfig struct {
 	// Emulation runs guests under TCG: no /dev/kvm request, a TCG cache in
 	// the overhead.
 	Emulation bool
+	// Shape is how the pod reaches its images ("" is ShapeContainers).
+	Shape PodShape
 }
 
 // VolumeModes maps the claim names of a VMI's PVC volumes to their volume
@@ -81,7 +90,19 @@ func RenderPod(vmi *v1.VirtualMachineInstance, cfg PodConfig, modes VolumeModes)
 	if g := vmi.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = *g
 	}
-	compute := computeContainer(vmi, cfg, mounts, devices)
+	// The pod's own volumes and the compute container's mounts of them
+	// come first, then the VMI's volumes.
+	own := []corev1.Volume{emptyDir(SocketsVolume), emptyDir(PrivateVolume)}
+	ownMounts := []corev1.VolumeMount{{Name: SocketsVolume, MountPath: SocketsDir}, {Name: PrivateVolume, MountPath: PrivateDir}}
+	inits, sidecars := initContainers(vmi, cfg), diskContainers(vmi)
+	if cfg.Shape == ShapeImageVolumes {
+		imgVols, imgMounts := imageVolumes(vmi)
+		inits, sidecars = nil, nil
+		own, ownMounts = append(own, imgVols...), append(ownMounts, imgMounts...)
+	} else {
+		own, ownMounts = append(own, emptyDir(BinVolume)), append(ownMounts, binMount())
+	}
+	compute := computeContainer(vmi, cfg, append(ownMounts, mounts...), devices)
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName:    "virt-launcher-" + vmi.Name + "-",
@@ -107,11 +128,9 @@ func RenderPod(vmi *v1.VirtualMachineInstance, cfg PodConfig, modes VolumeModes)
 				FSGroup:      ptr.To[int64](LauncherUID),
 				RunAsNonRoot: ptr.To(true),
 			},
-			InitContainers: initContainers(vmi, cfg),
-			Containers:     append([]corev1.Container{compute}, diskContainers(vmi)...),
-			Volumes: append([]corev1.Volume{
-				emptyDir(SocketsVolume), emptyDir(PrivateVolume), emptyDir(BinVolume),
-			}, vols...),
+			InitContainers: inits,
+			Containers:     append([]corev1.Container{compute}, sidecars...),
+			Volumes:        append(own, vols...),
 		},
 	}, nil
 }
@@ -152,7 +171,7 @@ func initContainers(vmi *v1.VirtualMachineInstance, cfg PodConfig) []corev1.Cont
 	})
 }
 
-// computeContainer runs the launcher, which runs QEMU.
+// computeContainer runs the launcher, which runs QEMU, with mounts.
 func computeContainer(vmi *v1.VirtualMachineInstance, cfg PodConfig, mounts []corev1.VolumeMount, devices []corev1.VolumeDevice) corev1.Container {
 	return corev1.Container{
 		Name:            ComputeContainer,
@@ -164,10 +183,8 @@ func computeContainer(vmi *v1.VirtualMachineInstance, cfg PodConfig, mounts []co
 			{Name: "NODEVIRT_VMI_NAME", Value: vmi.Name},
 			{Name: "NODEVIRT_VMI_UID", Value: string(vmi.UID)},
 		},
-		Resources: computeResources(&vmi.Spec, cfg.Emulation),
-		VolumeMounts: append([]corev1.VolumeMount{
-			{Name: SocketsVolume, MountPath: SocketsDir}, {Name: PrivateVolume, MountPath: PrivateDir}, binMount(),
-		}, mounts...),
+		Resources:       computeResources(&vmi.Spec, cfg.Emulation),
+		VolumeMounts:    mounts,
 		VolumeDevices:   devices,
 		SecurityContext: containerSecurity(),
 	}
@@ -194,6 +211,29 @@ func diskContainers(vmi *v1.VirtualMachineInstance) []corev1.Container {
 		})
 	}
 	return out
+}
+
+// imageVolumes renders the ImageVolumes shape's image volumes and their
+// read-only compute mounts: one per containerDisk, one for a kernelBoot
+// image.
+func imageVolumes(vmi *v1.VirtualMachineInstance) ([]corev1.Volume, []corev1.VolumeMount) {
+	var vols []corev1.Volume
+	var mounts []corev1.VolumeMount
+	add := func(name, mountPath, image string, policy corev1.PullPolicy) {
+		vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			Image: &corev1.ImageVolumeSource{Reference: image, PullPolicy: policy},
+		}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: mountPath, ReadOnly: true})
+	}
+	for _, vol := range vmi.Spec.Volumes {
+		if cd := vol.ContainerDisk; cd != nil {
+			add(vol.Name+diskImageSuffix, path.Join(ImagesDir, "disks", vol.Name), cd.Image, cd.ImagePullPolicy)
+		}
+	}
+	if kb := kernelBoot(vmi); kb != nil {
+		add(kernelBootVolume, path.Join(ImagesDir, kernelBootVolume), kb.Image, kb.ImagePullPolicy)
+	}
+	return vols, mounts
 }
 
 // podVolumes renders the secret and PVC volumes and their compute mounts.

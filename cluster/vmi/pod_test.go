@@ -31,9 +31,39 @@ func baseVMI(mods ...func(*v1.VirtualMachineInstance)) *v1.VirtualMachineInstanc
 	return vmi
 }
 
+// containerDiskVMI has a containerDisk, cloud-init and a masquerade NIC.
+func containerDiskVMI() *v1.VirtualMachineInstance {
+	return baseVMI(func(vmi *v1.VirtualMachineInstance) {
+		vmi.Spec.Domain.CPU = &v1.CPU{Cores: 2}
+		vmi.Spec.Domain.Devices.Disks = []v1.Disk{{Name: "root"}, {Name: "ci"}}
+		vmi.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "default", Masquerade: &v1.InterfaceMasquerade{}}}
+		vmi.Spec.Networks = []v1.Network{{Name: "default", Pod: &v1.PodNetwork{}}}
+		vmi.Spec.Volumes = []v1.Volume{
+			{Name: "root", ContainerDisk: &v1.ContainerDiskSource{Image: "example/disk:1", ImagePullPolicy: corev1.PullIfNotPresent}},
+			{Name: "ci", CloudInitNoCloud: &v1.CloudInitNoCloudSource{SecretRef: &corev1.LocalObjectReference{Name: "userdata"}}},
+		}
+		vmi.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)
+		vmi.Spec.NodeSelector = map[string]string{"zone": "a"}
+		vmi.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
+	})
+}
+
+// kernelBootVMI boots a kernel and initrd from a kernelBoot image.
+func kernelBootVMI() *v1.VirtualMachineInstance {
+	return baseVMI(func(vmi *v1.VirtualMachineInstance) {
+		vmi.Spec.Domain.Firmware = &v1.Firmware{KernelBoot: &v1.KernelBoot{KernelArgs: "console=ttyS0",
+			Container: &v1.KernelBootContainer{Image: "example/kernel:1", KernelPath: "/boot/vmlinux", InitrdPath: "/boot/initrd.img"}}}
+		f := false
+		vmi.Spec.Domain.Devices.AutoattachPodInterface = &f
+		vmi.Spec.Domain.Devices.AutoattachGraphicsDevice = &f
+	})
+}
+
 func TestRenderPod_Golden(t *testing.T) {
 	emu := PodConfig{LauncherImage: "nodevirt.local/nodevirt-launcher:dev", Emulation: true}
 	kvm := PodConfig{LauncherImage: "registry.example/nodevirt-launcher:v1"}
+	imgVols := emu
+	imgVols.Shape = ShapeImageVolumes
 	tests := []struct {
 		name  string
 		vmi   *v1.VirtualMachineInstance
@@ -42,26 +72,10 @@ func TestRenderPod_Golden(t *testing.T) {
 	}{
 		{"minimal-emulation", baseVMI(), emu, nil},
 		{"minimal-kvm", baseVMI(), kvm, nil},
-		{"containerdisk-cloudinit-masquerade", baseVMI(func(vmi *v1.VirtualMachineInstance) {
-			vmi.Spec.Domain.CPU = &v1.CPU{Cores: 2}
-			vmi.Spec.Domain.Devices.Disks = []v1.Disk{{Name: "root"}, {Name: "ci"}}
-			vmi.Spec.Domain.Devices.Interfaces = []v1.Interface{{Name: "default", Masquerade: &v1.InterfaceMasquerade{}}}
-			vmi.Spec.Networks = []v1.Network{{Name: "default", Pod: &v1.PodNetwork{}}}
-			vmi.Spec.Volumes = []v1.Volume{
-				{Name: "root", ContainerDisk: &v1.ContainerDiskSource{Image: "example/disk:1", ImagePullPolicy: corev1.PullIfNotPresent}},
-				{Name: "ci", CloudInitNoCloud: &v1.CloudInitNoCloudSource{SecretRef: &corev1.LocalObjectReference{Name: "userdata"}}},
-			}
-			vmi.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)
-			vmi.Spec.NodeSelector = map[string]string{"zone": "a"}
-			vmi.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
-		}), emu, nil},
-		{"kernelboot", baseVMI(func(vmi *v1.VirtualMachineInstance) {
-			vmi.Spec.Domain.Firmware = &v1.Firmware{KernelBoot: &v1.KernelBoot{KernelArgs: "console=ttyS0",
-				Container: &v1.KernelBootContainer{Image: "example/kernel:1", KernelPath: "/boot/vmlinux", InitrdPath: "/boot/initrd.img"}}}
-			f := false
-			vmi.Spec.Domain.Devices.AutoattachPodInterface = &f
-			vmi.Spec.Domain.Devices.AutoattachGraphicsDevice = &f
-		}), emu, nil},
+		{"containerdisk-cloudinit-masquerade", containerDiskVMI(), emu, nil},
+		{"kernelboot", kernelBootVMI(), emu, nil},
+		{"imagevolumes-containerdisk-cloudinit-masquerade", containerDiskVMI(), imgVols, nil},
+		{"imagevolumes-kernelboot", kernelBootVMI(), imgVols, nil},
 		{"pvc-filesystem-and-block", baseVMI(func(vmi *v1.VirtualMachineInstance) {
 			vmi.Spec.Domain.Devices.Disks = []v1.Disk{{Name: "data"}, {Name: "raw"}}
 			vmi.Spec.Volumes = []v1.Volume{

@@ -67,7 +67,8 @@ func antiAffinity(pod *corev1.Pod, vmiUID string) {
 	})
 }
 
-// pinImages replaces the containerDisk and kernelBoot images by the
+// pinImages replaces the containerDisk and kernelBoot images (containers
+// or image volumes) by the
 // manifest digests the source pod's containers of the same name run. An
 // image the runtime knows by its ID only (imported, never pulled from a
 // registry: the status has no repo digest) keeps its reference: its ID is
@@ -100,7 +101,30 @@ func pinImages(pod, source *corev1.Pod) error {
 			return err
 		}
 	}
+	pinImageVolumes(pod, ids)
 	return nil
+}
+
+// pinImageVolumes pins a target pod's image volumes (ImageVolumes shape)
+// to the digests the source's containers of the same images run. A source
+// of the ImageVolumes shape reports no image IDs for its volumes
+// (Kubernetes 1.34): the reference stays as the source has it.
+func pinImageVolumes(pod *corev1.Pod, sourceIDs map[string]string) {
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		if vol.Image == nil {
+			continue
+		}
+		container := kernelBootContainer
+		if name, ok := strings.CutSuffix(vol.Name, diskImageSuffix); ok {
+			container = diskContainerPrefix + name
+		} else if vol.Name != kernelBootVolume {
+			continue
+		}
+		if digest := repoDigest(sourceIDs[container]); digest != "" {
+			vol.Image.Reference = imageRepository(vol.Image.Reference) + "@" + digest
+		}
+	}
 }
 
 // repoDigest is the manifest digest of a container status imageID

@@ -137,3 +137,58 @@ func TestCurrentPod(t *testing.T) {
 		})
 	}
 }
+
+func TestRenderTargetPod_ImageVolumes(t *testing.T) {
+	vmi := baseVMI(func(vmi *v1.VirtualMachineInstance) {
+		vmi.Spec.Domain.Firmware = &v1.Firmware{KernelBoot: &v1.KernelBoot{
+			Container: &v1.KernelBootContainer{Image: "example.io/kernel:1", KernelPath: "/boot/vmlinux"}}}
+		vmi.Spec.Volumes = []v1.Volume{{Name: "root", ContainerDisk: &v1.ContainerDiskSource{Image: "registry:5000/disk:latest"}}}
+	})
+	containers := PodConfig{LauncherImage: "launcher:dev", Emulation: true}
+	imageVols := containers
+	imageVols.Shape = ShapeImageVolumes
+	volumeImages := func(pod *corev1.Pod) map[string]string {
+		out := map[string]string{}
+		for _, v := range pod.Spec.Volumes {
+			if v.Image != nil {
+				out[v.Name] = v.Image.Reference
+			}
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		source PodConfig
+		want   map[string]string
+	}{
+		// A source of the fallback shape reports the digests its holder
+		// and kernel-boot containers run: the target's volumes take them.
+		{"FromContainers", containers, map[string]string{
+			"root-image": "registry:5000/disk@sha256:ddd", "kernel-boot": "example.io/kernel@sha256:kkk"}},
+		// A source of image volumes reports none: the references stay.
+		{"FromImageVolumes", imageVols, map[string]string{
+			"root-image": "registry:5000/disk:latest", "kernel-boot": "example.io/kernel:1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			source, err := RenderPod(vmi, tt.source, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.source.Shape != ShapeImageVolumes {
+				source.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "kernel-boot", ImageID: "example.io/kernel@sha256:kkk"}}
+				source.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "volumeroot", ImageID: "docker-pullable://registry:5000/disk@sha256:ddd"}}
+			}
+			pod, err := RenderTargetPod(vmi, imageVols, nil, TargetOptions{MigrationUID: "mig", Name: "t", Source: source})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pod.Spec.Containers) != 1 || len(pod.Spec.InitContainers) != 0 {
+				t.Errorf("target has %d containers and %d init containers, want 1 and 0", len(pod.Spec.Containers), len(pod.Spec.InitContainers))
+			}
+			if diff := cmp.Diff(tt.want, volumeImages(pod)); diff != "" {
+				t.Errorf("image volumes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

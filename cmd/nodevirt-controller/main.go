@@ -20,6 +20,7 @@ import (
 
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
 	"github.com/nodevirt/nodevirt/cluster/controller"
+	"github.com/nodevirt/nodevirt/cluster/vmi"
 )
 
 func main() {
@@ -45,6 +46,11 @@ func run() error {
 	flag.StringVar(&cfg.ConfigMapName, "configmap", cfg.ConfigMapName, "ConfigMap overriding launcher image, emulation and heartbeat threshold (empty: none)")
 	flag.StringVar(&cfg.LauncherImage, "launcher-image", cfg.LauncherImage, "image of the launcher pods' compute container")
 	flag.BoolVar(&cfg.Emulation, "use-emulation", cfg.Emulation, "run VMs under TCG emulation (no devices.kubevirt.io/kvm request)")
+	flag.Func("launcher-pod-shape", "launcher pods: Auto (image volumes where the cluster runs them), ImageVolumes or Containers (default Auto)", func(s string) error {
+		m, err := vmi.ParseShapeMode(s)
+		cfg.PodShape = m
+		return err
+	})
 	flag.DurationVar(&cfg.HeartbeatThreshold, "heartbeat-threshold", cfg.HeartbeatThreshold, "node heartbeat age after which the node is unresponsive")
 	flag.DurationVar(&cfg.HeartbeatRecheck, "heartbeat-recheck", cfg.HeartbeatRecheck, "how often a stale node is checked again")
 	flag.StringVar(&cfg.CADir, "ca-dir", cfg.CADir, "directory of the mounted nodevirt-ca Secret (ca.crt, ca.key): the leader signs node API certificates with it (empty: no signer)")

@@ -59,6 +59,7 @@ type extra struct {
 // extras in the order they run.
 var extras = []extra{
 	{10, "PrometheusScrape", testPrometheusScrape},
+	{23, "PodShape", testPodShape},
 }
 
 // suite is what every scenario shares: the cluster, its clients and the

@@ -252,7 +252,7 @@ func localCluster(t *testing.T) *localcluster.Cluster {
 		if c, err := localcluster.Load(strings.TrimSpace(string(raw))); err == nil {
 			t.Logf("reusing the local cluster in %s", c.Dir)
 			for _, n := range c.Nodes {
-				cmd := exec.CommandContext(ctx, "ctr", "--address", n.Containerd, "-n", "k8s.io", "images", "import", filepath.Join(out, "images", "probe.tar"))
+				cmd := exec.CommandContext(ctx, n.CTR, "--address", n.Containerd, "-n", "k8s.io", "images", "import", filepath.Join(out, "images", "probe.tar"))
 				if b, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("import probe image into %s: %v: %s", n.Name, err, b)
 				}

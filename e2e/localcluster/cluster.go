@@ -30,7 +30,10 @@ type Cluster struct {
 	Kubeconfig  string // admin kubeconfig
 	APIServer   string // https://IP:PORT
 	ServiceCIDR string
-	Nodes       []Node
+	// ImageVolumes: the ImageVolume feature gate is on in the API server
+	// and the kubelets (IMAGE_VOLUMES, hack/cluster/lib.sh).
+	ImageVolumes bool
+	Nodes        []Node
 
 	out string
 	env []string

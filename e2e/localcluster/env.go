@@ -14,6 +14,7 @@ type Node struct {
 	IP          string // host-only node IP (kubelet, InternalIP)
 	PodCIDR     string
 	Containerd  string // containerd socket (CRI, namespace k8s.io)
+	CTR         string // the ctr binary that matches the node's containerd
 	KubeletRoot string // kubelet --root-dir (pods/<uid>/volumes/... live here)
 	// Dir is the node's own directory (<state dir>/nodes/<name>): the place
 	// for node-local state of software that would live in /var/lib on a
@@ -55,6 +56,8 @@ func parseEnv(r io.Reader) (*Cluster, error) {
 		Kubeconfig:  kv["KUBECONFIG"],
 		APIServer:   kv["API_SERVER"],
 		ServiceCIDR: kv["SERVICE_CIDR"],
+		// Clusters started before the setting existed had no gate.
+		ImageVolumes: kv["IMAGE_VOLUMES"] == "true",
 	}
 	for i := range n {
 		p := fmt.Sprintf("NODE%d_", i)
@@ -63,6 +66,7 @@ func parseEnv(r io.Reader) (*Cluster, error) {
 			IP:          kv[p+"IP"],
 			PodCIDR:     kv[p+"POD_CIDR"],
 			Containerd:  kv[p+"CONTAINERD"],
+			CTR:         kv[p+"CTR"],
 			KubeletRoot: kv[p+"KUBELET_ROOT"],
 			Dir:         kv[p+"DIR"],
 

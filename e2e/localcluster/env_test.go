@@ -22,12 +22,14 @@ KUBECONFIG=/x/.cluster/kubeconfig
 NODES=2
 API_SERVER=https://10.199.0.1:36443
 SERVICE_CIDR=10.96.0.0/16
+IMAGE_VOLUMES=true
 NODE0_NAME=n0
 NODE0_IP=10.199.0.1
 NODE0_POD_CIDR=10.244.0.0/24
 NODE0_CONTAINERD=/x/.cluster/node0/run/containerd.sock
 NODE0_KUBELET_ROOT=/x/.cluster/node0/kubelet
 NODE0_DIR=/x/.cluster/nodes/n0
+NODE0_CTR=/x/_output/containerd/bin/ctr
 NODE0_DEVICE_PLUGINS=/var/lib/kubelet/device-plugins
 NODE1_NAME=n1
 NODE1_IP=10.199.0.2
@@ -38,9 +40,9 @@ NODE1_DEVICE_PLUGINS=/x/.cluster/nodes/n1/device-plugins
 `,
 			want: &Cluster{
 				Dir: "/x/.cluster", Kubeconfig: "/x/.cluster/kubeconfig",
-				APIServer: "https://10.199.0.1:36443", ServiceCIDR: "10.96.0.0/16",
+				APIServer: "https://10.199.0.1:36443", ServiceCIDR: "10.96.0.0/16", ImageVolumes: true,
 				Nodes: []Node{
-					{Name: "n0", IP: "10.199.0.1", PodCIDR: "10.244.0.0/24", Containerd: "/x/.cluster/node0/run/containerd.sock", KubeletRoot: "/x/.cluster/node0/kubelet", Dir: "/x/.cluster/nodes/n0",
+					{Name: "n0", IP: "10.199.0.1", PodCIDR: "10.244.0.0/24", Containerd: "/x/.cluster/node0/run/containerd.sock", CTR: "/x/_output/containerd/bin/ctr", KubeletRoot: "/x/.cluster/node0/kubelet", Dir: "/x/.cluster/nodes/n0",
 						DevicePlugins: "/var/lib/kubelet/device-plugins"},
 					{Name: "n1", IP: "10.199.0.2", PodCIDR: "10.244.1.0/24", Containerd: "/x/.cluster/node1/run/containerd.sock", KubeletRoot: "/x/.cluster/node1/kubelet",
 						DevicePlugins: "/x/.cluster/nodes/n1/device-plugins"},

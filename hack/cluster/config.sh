@@ -2,17 +2,19 @@
 # Writers of the per-node containerd, CNI and kubelet configurations and the
 # kube-proxy configuration. Sourced by up.sh after lib.sh.
 
-# containerd_config I: node I's containerd, isolated from any system
-# containerd: own root, state, sockets, runc root, CNI config and netns dir.
+# containerd_config I: node I's containerd 2.1 (config version 3), isolated
+# from any system containerd: own root, state, sockets, runc root, CNI config
+# and netns dir.
 containerd_config() {
 	local i=$1 nd
 	nd=$(node_dir "$i")
 	cat >"$nd/containerd.toml" <<EOT
-version = 2
+version = 3
 root = "$nd/containerd/root"
 state = "$nd/containerd/state"
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.blockfile", "io.containerd.snapshotter.v1.erofs"]
 
 [grpc]
   address = "$(containerd_sock "$i")"
@@ -20,29 +22,38 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [ttrpc]
   address = "$nd/containerd-ttrpc.sock"
 
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$nd/containerd/opt"
+[plugins]
+  [plugins."io.containerd.internal.v1.opt"]
+    path = "$nd/containerd/opt"
 
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "nodevirt.local/pause:dev"
-  enable_selinux = false
-  # Root lacks CAP_SYS_RESOURCE on these machines, so the negative
-  # oom_score_adj containerd gives sandboxes fails every runc create
-  # ("can't get final child's PID from pipe: EOF"). Clamp it instead.
-  restrict_oom_score_adj = true
-  # Pod network namespaces under our state dir, not /var/run/netns.
-  netns_mounts_under_state_dir = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
+  # NRI would listen on the host-wide /var/run/nri/nri.sock.
+  [plugins."io.containerd.nri.v1.nri"]
+    disable = true
+
+  [plugins."io.containerd.cri.v1.images"]
     snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-        Root = "$nd/run/runc"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "$CNI_BIN"
-    conf_dir = "$nd/cni/net.d"
+    [plugins."io.containerd.cri.v1.images".pinned_images]
+      sandbox = "nodevirt.local/pause:dev"
+
+  [plugins."io.containerd.cri.v1.runtime"]
+    enable_selinux = false
+    enable_cdi = false
+    # Root lacks CAP_SYS_RESOURCE on these machines, so the negative
+    # oom_score_adj containerd gives sandboxes fails every runc create
+    # ("can't get final child's PID from pipe: EOF"). Clamp it instead.
+    restrict_oom_score_adj = true
+    # Pod network namespaces under our state dir, not /var/run/netns.
+    netns_mounts_under_state_dir = true
+    [plugins."io.containerd.cri.v1.runtime".containerd]
+      default_runtime_name = "runc"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+          SystemdCgroup = false
+          Root = "$nd/run/runc"
+    [plugins."io.containerd.cri.v1.runtime".cni]
+      bin_dirs = ["$CNI_BIN"]
+      conf_dir = "$nd/cni/net.d"
 EOT
 }
 
@@ -109,6 +120,8 @@ resolvConf: /etc/resolv.conf
 podLogsDir: $nd/pod-logs
 registerNode: true
 serializeImagePulls: false
+featureGates:
+  ImageVolume: $IMAGE_VOLUMES
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard:

@@ -26,6 +26,12 @@
 #   SCHEDULER_PORT, CONTROLLER_MANAGER_PORT, PROXY_HEALTHZ_PORT, PROXY_METRICS_PORT
 #                      127.0.0.1 ports (30259, 30257, 30256, 30255)
 #   K8S_BIN            Kubernetes binaries ($NODEVIRT_OUT/k8s/bin)
+#   CONTAINERD_BIN     containerd 2.1 (containerd, its runc shim, ctr) built by
+#                      hack/build-containerd.sh ($NODEVIRT_OUT/containerd/bin);
+#                      first on PATH, so every script and the shims use it
+#   IMAGE_VOLUMES      true (default): the ImageVolume feature gate is on in the
+#                      kube-apiserver and the kubelets (launcher pods get
+#                      their one-container shape); false: off
 #   IMAGES_DIR         image archives to import ($NODEVIRT_OUT/images)
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -50,6 +56,9 @@ CONTROLLER_MANAGER_PORT=${CONTROLLER_MANAGER_PORT:-30257}
 PROXY_HEALTHZ_PORT=${PROXY_HEALTHZ_PORT:-30256}
 PROXY_METRICS_PORT=${PROXY_METRICS_PORT:-30255}
 K8S_BIN=${K8S_BIN:-$NODEVIRT_OUT/k8s/bin}
+CONTAINERD_BIN=${CONTAINERD_BIN:-$NODEVIRT_OUT/containerd/bin}
+IMAGE_VOLUMES=${IMAGE_VOLUMES:-true}
+PATH=$CONTAINERD_BIN:$PATH
 IMAGES_DIR=${IMAGES_DIR:-$NODEVIRT_OUT/images}
 CNI_BIN=${CNI_BIN:-/usr/lib/cni}
 
@@ -93,7 +102,8 @@ save_config() {
 	local v
 	for v in NODES NODE_PREFIX NODE_NET POD_NET SERVICE_CIDR LINK_PREFIX API_PORT ETCD_PORT \
 		KUBELET_PORT KUBELET_HEALTHZ_PORT SCHEDULER_PORT CONTROLLER_MANAGER_PORT \
-		PROXY_HEALTHZ_PORT PROXY_METRICS_PORT NODEVIRT_OUT K8S_BIN IMAGES_DIR CNI_BIN; do
+		PROXY_HEALTHZ_PORT PROXY_METRICS_PORT NODEVIRT_OUT K8S_BIN CONTAINERD_BIN IMAGE_VOLUMES \
+		IMAGES_DIR CNI_BIN; do
 		printf '%s=%q\n' "$v" "${!v}"
 	done >"$CLUSTER_DIR/config.env"
 }

@@ -26,7 +26,10 @@ preflight() {
 		[ -x "$K8S_BIN/$b" ] || die "$K8S_BIN/$b missing: run make cluster-binaries"
 	done
 	[ -f "$IMAGES_DIR/pause.tar" ] || die "$IMAGES_DIR/pause.tar missing: run make images"
-	for b in containerd containerd-shim-runc-v2 runc ctr iptables nft openssl curl bc setsid ip unshare nsenter; do
+	for b in containerd containerd-shim-runc-v2 ctr; do
+		[ -x "$CONTAINERD_BIN/$b" ] || die "$CONTAINERD_BIN/$b missing: run make cluster-binaries"
+	done
+	for b in runc iptables nft openssl curl bc setsid ip unshare nsenter; do
 		command -v "$b" >/dev/null || die "$b not installed: run make cluster-up (it installs packages)"
 	done
 	[ -x "$CNI_BIN/bridge" ] || die "$CNI_BIN/bridge missing (containernetworking-plugins)"
@@ -98,6 +101,7 @@ start_apiserver() {
 		--requestheader-client-ca-file="$PKI/ca.crt" --requestheader-allowed-names=front-proxy-client \
 		--requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
 		--requestheader-extra-headers-prefix=X-Remote-Extra- \
+		--feature-gates=ImageVolume="$IMAGE_VOLUMES" \
 		--v=1
 }
 
@@ -172,11 +176,13 @@ write_env() {
 		echo "NODES=$NODES"
 		echo "API_SERVER=https://$API_IP:$API_PORT"
 		echo "SERVICE_CIDR=$SERVICE_CIDR"
+		echo "IMAGE_VOLUMES=$IMAGE_VOLUMES"
 		for ((i = 0; i < NODES; i++)); do
 			echo "NODE${i}_NAME=$(node_name "$i")"
 			echo "NODE${i}_IP=$(node_ip "$i")"
 			echo "NODE${i}_POD_CIDR=$(pod_cidr "$i")"
 			echo "NODE${i}_CONTAINERD=$(containerd_sock "$i")"
+			echo "NODE${i}_CTR=$CONTAINERD_BIN/ctr"
 			echo "NODE${i}_KUBELET_ROOT=$(node_dir "$i")/kubelet"
 			echo "NODE${i}_DIR=$(node_dir "$i")"
 			if private_ns "$i"; then

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/node/launcher"
 	"github.com/nodevirt/nodevirt/node/launchspec"
@@ -174,6 +176,7 @@ func (a *Agent) launch(ctx context.Context, o *Observation) error {
 		AllowEmulation: a.cfg.AllowEmulation,
 		Interfaces:     nics(o.Record.Interfaces),
 		Paths:          launchspec.DefaultPaths(),
+		ImageVolumes:   hasImageVolumes(o.Pod),
 		StartPaused:    o.Record.Intent.Paused,
 		Incoming:       o.incomingTarget(),
 	})
@@ -320,4 +323,20 @@ func (a *Agent) markGone(ctx context.Context, o *Observation) error {
 	o.Record = &rec
 	a.log.Info("record marked gone", "vmi", o.name(), "uid", o.UID)
 	return nil
+}
+
+// hasImageVolumes reports whether a launcher pod has the ImageVolumes
+// shape: its images are Kubernetes image volumes, not holder containers.
+// The pod spec, not the cluster's configuration, is what the kubelet
+// mounted.
+func hasImageVolumes(pod *corev1.Pod) bool {
+	if pod == nil {
+		return false
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Image != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -36,13 +36,18 @@ func (s *Server) prepareDisks(ctx context.Context, disks []launchspec.DiskPrep) 
 }
 
 // prepareContainerDisk creates a qcow2 overlay backed by the disk in the
-// holder container, reached through /proc/<holder pid>/root.
+// image: an image volume mounted at ImageRoot, or the holder container's
+// root, reached through /proc/<holder pid>/root.
 func (s *Server) prepareContainerDisk(ctx context.Context, d launchspec.DiskPrep) error {
-	pid, err := waitHolderPID(ctx, d.HolderPIDFile, s.cfg.HolderWait)
-	if err != nil {
-		return err
+	root := d.ImageRoot
+	if root == "" {
+		pid, err := waitHolderPID(ctx, d.HolderPIDFile, s.cfg.HolderWait)
+		if err != nil {
+			return err
+		}
+		root = fmt.Sprintf("/proc/%d/root", pid)
 	}
-	src, err := holderDisk(fmt.Sprintf("/proc/%d/root", pid), d.SourcePath)
+	src, err := holderDisk(root, d.SourcePath)
 	if err != nil {
 		return err
 	}
@@ -116,8 +121,9 @@ func waitHolderPID(ctx context.Context, pidFile string, wait time.Duration) (int
 	}
 }
 
-// holderDisk resolves the disk file inside the holder's root. An empty path
-// means the only regular file under /disk/.
+// holderDisk resolves the disk file inside an image's root (a holder's or
+// an image volume's). An empty path means the only regular file under
+// /disk/.
 func holderDisk(root, path string) (string, error) {
 	if path == "" {
 		dir := filepath.Join(root, "disk")

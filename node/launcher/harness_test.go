@@ -70,6 +70,32 @@ func buildLauncher(t *testing.T) string {
 // pod is a temp directory laid out like the launcher pod's volumes.
 type pod struct {
 	paths launchspec.Paths
+	// imageVolumes: the pod has the ImageVolumes shape; the test mounts
+	// its "image volumes" under paths.Images (mountImage).
+	imageVolumes bool
+}
+
+// mountImage stands in for the kubelet mounting an image volume at dir:
+// files maps paths inside the image to files of the test guest, which are
+// linked (or copied) there as regular files, as an image holds them.
+func mountImage(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for inImage, src := range files {
+		dst := filepath.Join(dir, inImage)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if os.Link(src, dst) == nil {
+			continue
+		}
+		b, err := os.ReadFile(src)
+		if err == nil {
+			err = os.WriteFile(dst, b, 0o444)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func newPod(t *testing.T) *pod {
@@ -79,6 +105,7 @@ func newPod(t *testing.T) *pod {
 		Private: filepath.Join(dir, "private"),
 		PVCs:    filepath.Join(dir, "pvcs"),
 		Block:   filepath.Join(dir, "dev"),
+		Images:  filepath.Join(dir, "images"),
 	}
 	for _, d := range []string{p.Sockets, p.Private} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

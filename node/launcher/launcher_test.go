@@ -66,7 +66,7 @@ func prepare(t *testing.T, pd *pod, guest string, vmi *v1.VirtualMachineInstance
 // prepareFor is prepare, for a live migration's target when incoming.
 func prepareFor(t *testing.T, pd *pod, guest string, vmi *v1.VirtualMachineInstance, incoming bool) launchspec.Spec {
 	t.Helper()
-	if vmi.Spec.Domain.Firmware != nil {
+	if vmi.Spec.Domain.Firmware != nil && !pd.imageVolumes {
 		cp := startProc(t, buildLauncher(t), "copy", "--to", filepath.Dir(pd.paths.Kernel()),
 			filepath.Join(guest, "vmlinux")+"=kernel", filepath.Join(guest, "initrd.img")+"=initrd")
 		if code := cp.wait(t, 30*time.Second); code != 0 {
@@ -81,7 +81,7 @@ func prepareFor(t *testing.T, pd *pod, guest string, vmi *v1.VirtualMachineInsta
 		t.Fatal(err)
 	}
 	spec, err := convert.Build(convert.Input{VMI: vmi, Node: convert.NodeFacts{KVM: convert.KVM{Reason: "test runs under TCG"}},
-		AllowEmulation: true, Paths: pd.paths, Incoming: incoming})
+		AllowEmulation: true, Paths: pd.paths, Incoming: incoming, ImageVolumes: pd.imageVolumes})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ const (
 	DefaultSecretsDir = "/var/run/nodevirt/secrets"
 	DefaultBlockDir   = "/dev/nodevirt"
 	DefaultBinDir     = "/var/run/nodevirt/bin"
+	DefaultImagesDir  = "/var/run/nodevirt/images"
 )
 
 // File names in the sockets directory.
@@ -37,6 +38,9 @@ type Paths struct {
 	PVCs    string // filesystem-mode PVC mounts: <PVCs>/<volume>/disk.img
 	Secrets string // secret volumes: <Secrets>/<volume>/<key>
 	Block   string // block-mode PVC devices: <Block>/<volume>
+	// Images holds the image volumes of a pod of the ImageVolumes shape:
+	// <Images>/disks/<volume>, <Images>/kernel-boot.
+	Images string
 }
 
 // DefaultPaths is the layout inside a launcher pod.
@@ -47,6 +51,7 @@ func DefaultPaths() Paths {
 		PVCs:    DefaultPVCDir,
 		Secrets: DefaultSecretsDir,
 		Block:   DefaultBlockDir,
+		Images:  DefaultImagesDir,
 	}
 }
 
@@ -74,6 +79,14 @@ func (p Paths) Kernel() string { return filepath.Join(p.Private, "kernel", "kern
 
 // Initrd: see Kernel.
 func (p Paths) Initrd() string { return filepath.Join(p.Private, "kernel", "initrd") }
+
+// ImageVolume is where the image volume of containerDisk volume is
+// mounted (ImageVolumes shape).
+func (p Paths) ImageVolume(volume string) string { return filepath.Join(p.Images, "disks", volume) }
+
+// KernelBootImage is where the kernelBoot image volume is mounted
+// (ImageVolumes shape).
+func (p Paths) KernelBootImage() string { return filepath.Join(p.Images, "kernel-boot") }
 
 // Overlay is the qcow2 overlay of a containerDisk volume.
 func (p Paths) Overlay(volume string) string {
@@ -115,7 +128,7 @@ func (p Paths) Validate() error {
 	if p.Sockets == "" || p.Private == "" {
 		return fmt.Errorf("pod paths: sockets and private directories are required")
 	}
-	for _, d := range []string{p.Sockets, p.Private, p.PVCs, p.Secrets, p.Block} {
+	for _, d := range []string{p.Sockets, p.Private, p.PVCs, p.Secrets, p.Block, p.Images} {
 		if d != "" && (!filepath.IsAbs(d) || filepath.Clean(d) != d) {
 			return fmt.Errorf("pod path %q is not a clean absolute path", d)
 		}

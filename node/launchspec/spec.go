@@ -82,11 +82,17 @@ type DiskPrep struct {
 	// Format of Target: "qcow2" for overlays, "raw" or "qcow2" for
 	// emptyDisk.
 	Format string `json:"format"`
-	// HolderPIDFile (containerDisk) holds the pid of the container that
-	// holds the disk, as written by `nodevirt-launcher hold-disk`.
+	// HolderPIDFile (containerDisk in a pod of the Containers shape) holds
+	// the pid of the container that holds the disk, as written by
+	// `nodevirt-launcher hold-disk`.
 	HolderPIDFile string `json:"holderPidFile,omitempty"`
-	// SourcePath (containerDisk) is the disk's path inside the holder's
-	// root; empty = the only regular file under /disk/.
+	// ImageRoot (containerDisk in a pod of the ImageVolumes shape) is where
+	// the image volume is mounted. Exactly one of HolderPIDFile and
+	// ImageRoot is set.
+	ImageRoot string `json:"imageRoot,omitempty"`
+	// SourcePath (containerDisk) is the disk's path inside the image (the
+	// holder's root or ImageRoot); empty = the only regular file under
+	// /disk/.
 	SourcePath string `json:"sourcePath,omitempty"`
 	// SizeBytes (emptyDisk) is the virtual size.
 	SizeBytes int64 `json:"sizeBytes,omitempty"`
@@ -151,8 +157,13 @@ func (d DiskPrep) verify() error {
 		if d.Format != "qcow2" {
 			return fmt.Errorf("overlay format %q, want qcow2", d.Format)
 		}
-		if !filepath.IsAbs(d.HolderPIDFile) {
-			return fmt.Errorf("holder pid file %q is not absolute", d.HolderPIDFile)
+		if (d.HolderPIDFile == "") == (d.ImageRoot == "") {
+			return fmt.Errorf("want exactly one of holder pid file %q and image root %q", d.HolderPIDFile, d.ImageRoot)
+		}
+		for _, p := range []string{d.HolderPIDFile, d.ImageRoot} {
+			if p != "" && !filepath.IsAbs(p) {
+				return fmt.Errorf("%q is not absolute", p)
+			}
 		}
 	case EmptyDisk:
 		if d.Format != "raw" && d.Format != "qcow2" {

@@ -40,16 +40,24 @@ func loadVMI(t *testing.T, name string) *v1.VirtualMachineInstance {
 func TestBuild_Golden(t *testing.T) {
 	tests := []struct {
 		name string
+		vmi  string // testdata/<vmi>.vmi.yaml; "" is name
 		in   func(*v1.VirtualMachineInstance) Input
 	}{
-		{"kernelboot", func(vmi *v1.VirtualMachineInstance) Input {
+		{"kernelboot", "", func(vmi *v1.VirtualMachineInstance) Input {
 			return Input{VMI: vmi, Node: tcgNode, AllowEmulation: true, Paths: launchspec.DefaultPaths()}
 		}},
-		{"containerdisk", func(vmi *v1.VirtualMachineInstance) Input {
+		{"kernelboot-imagevolumes", "kernelboot", func(vmi *v1.VirtualMachineInstance) Input {
+			return Input{VMI: vmi, Node: tcgNode, AllowEmulation: true, Paths: launchspec.DefaultPaths(), ImageVolumes: true}
+		}},
+		{"containerdisk-imagevolumes", "containerdisk", func(vmi *v1.VirtualMachineInstance) Input {
+			return Input{VMI: vmi, Node: tcgNode, AllowEmulation: true, Paths: launchspec.DefaultPaths(), ImageVolumes: true,
+				Interfaces: []NIC{{Name: "default", Tap: "nvtap0123456789", MAC: "02:00:00:aa:bb:cc"}}}
+		}},
+		{"containerdisk", "", func(vmi *v1.VirtualMachineInstance) Input {
 			return Input{VMI: vmi, Node: tcgNode, AllowEmulation: true, Paths: launchspec.DefaultPaths(),
 				Interfaces: []NIC{{Name: "default", Tap: "nvtap0123456789", MAC: "02:00:00:aa:bb:cc"}}}
 		}},
-		{"buses", func(vmi *v1.VirtualMachineInstance) Input {
+		{"buses", "", func(vmi *v1.VirtualMachineInstance) Input {
 			return Input{VMI: vmi, Node: kvmNode, Paths: launchspec.DefaultPaths(),
 				BlockPVCs: map[string]bool{"block-pvc": true},
 				Interfaces: []NIC{
@@ -60,7 +68,11 @@ func TestBuild_Golden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			spec, err := Build(tt.in(loadVMI(t, tt.name)))
+			file := tt.vmi
+			if file == "" {
+				file = tt.name
+			}
+			spec, err := Build(tt.in(loadVMI(t, file)))
 			if err != nil {
 				t.Fatalf("Build: %v", err)
 			}
@@ -154,6 +166,16 @@ func TestBuild_Errors(t *testing.T) {
 		{"volume name with slash", func(in *Input) {
 			in.VMI.Spec.Volumes[0].Name = "../x"
 			in.VMI.Spec.Domain.Devices.Disks[0].Name = "../x"
+		}, ErrInvalid},
+		{"kernelPath leaves the image volume", func(in *Input) {
+			in.ImageVolumes = true
+			in.VMI.Spec.Domain.Firmware = &v1.Firmware{KernelBoot: &v1.KernelBoot{
+				Container: &v1.KernelBootContainer{Image: "k", KernelPath: "/../../sockets/x"}}}
+		}, ErrInvalid},
+		{"initrdPath is the image root", func(in *Input) {
+			in.ImageVolumes = true
+			in.VMI.Spec.Domain.Firmware = &v1.Firmware{KernelBoot: &v1.KernelBoot{
+				Container: &v1.KernelBootContainer{Image: "k", KernelPath: "/boot/vmlinux", InitrdPath: "/"}}}
 		}, ErrInvalid},
 		{"kernelBoot without container", func(in *Input) {
 			in.VMI.Spec.Domain.Firmware = &v1.Firmware{KernelBoot: &v1.KernelBoot{KernelArgs: "x"}}

@@ -2,7 +2,9 @@ package convert
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -142,9 +144,21 @@ func (b *builder) kernelBoot() error {
 		return fmt.Errorf("%w: spec.domain.firmware.kernelBoot.container.kernelPath is required", ErrInvalid)
 	}
 	// -kernel, -initrd and -append take the whole argument as the value.
-	b.add("-kernel", b.in.Paths.Kernel())
+	kernel, initrd := b.in.Paths.Kernel(), b.in.Paths.Initrd()
+	if b.in.ImageVolumes {
+		var err error
+		if kernel, err = inImage(b.in.Paths.KernelBootImage(), kb.Container.KernelPath); err != nil {
+			return fmt.Errorf("%w: spec.domain.firmware.kernelBoot.container.kernelPath: %w", ErrInvalid, err)
+		}
+		if kb.Container.InitrdPath != "" {
+			if initrd, err = inImage(b.in.Paths.KernelBootImage(), kb.Container.InitrdPath); err != nil {
+				return fmt.Errorf("%w: spec.domain.firmware.kernelBoot.container.initrdPath: %w", ErrInvalid, err)
+			}
+		}
+	}
+	b.add("-kernel", kernel)
 	if kb.Container.InitrdPath != "" {
-		b.add("-initrd", b.in.Paths.Initrd())
+		b.add("-initrd", initrd)
 	}
 	if kb.KernelArgs != "" {
 		b.add("-append", kb.KernelArgs)
@@ -194,3 +208,13 @@ func (b *builder) consoles() error {
 
 // enabled reads an autoattach flag: unset means true.
 func enabled(p *bool) bool { return p == nil || *p }
+
+// inImage is file (a path inside an image) under the image's mount point
+// root; a path that leaves the image is refused.
+func inImage(root, file string) (string, error) {
+	full := filepath.Join(root, file)
+	if !strings.HasPrefix(full, root+"/") {
+		return "", fmt.Errorf("%q leaves the image", file)
+	}
+	return full, nil
+}

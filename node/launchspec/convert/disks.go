@@ -56,10 +56,16 @@ func (b *builder) source(v v1.Volume) (diskSource, error) {
 	p := b.in.Paths
 	switch {
 	case v.ContainerDisk != nil:
-		b.prep = append(b.prep, launchspec.DiskPrep{
+		prep := launchspec.DiskPrep{
 			Volume: v.Name, Kind: launchspec.ContainerDisk, Target: p.Overlay(v.Name), Format: "qcow2",
-			HolderPIDFile: p.HolderPIDFile(v.Name), SourcePath: v.ContainerDisk.Path,
-		})
+			SourcePath: v.ContainerDisk.Path,
+		}
+		if b.in.ImageVolumes {
+			prep.ImageRoot = p.ImageVolume(v.Name)
+		} else {
+			prep.HolderPIDFile = p.HolderPIDFile(v.Name)
+		}
+		b.prep = append(b.prep, prep)
 		return diskSource{path: p.Overlay(v.Name), driver: "file", format: "qcow2"}, nil
 	case v.EmptyDisk != nil:
 		size := v.EmptyDisk.Capacity.Value()

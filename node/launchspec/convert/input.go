@@ -35,6 +35,10 @@ type Input struct {
 	// BlockPVCs lists the PVC volumes in block mode (the rest are
 	// filesystem mode).
 	BlockPVCs map[string]bool
+	// ImageVolumes: the pod has the ImageVolumes shape, its containerDisk
+	// and kernelBoot images are mounted at Paths.ImageVolume and
+	// Paths.KernelBootImage (no holder containers, no copied kernel).
+	ImageVolumes bool
 	// StartPaused starts QEMU with -S even without startStrategy Paused
 	// (e.g. the agent wants to start stopped).
 	StartPaused bool
