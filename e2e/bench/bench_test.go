@@ -25,6 +25,8 @@ func TestBenchSmoke(t *testing.T) {
 		PauseCycles:    3,
 		VirtctlCycles:  3,
 		Burst:          3,
+		BurstSmall:     2,
+		Repeat:         2,
 		BurstInterval:  100 * time.Millisecond,
 		OverheadAt:     []int{1},
 		ControllerVMIs: 20,
@@ -46,6 +48,11 @@ func TestBenchSmoke(t *testing.T) {
 			if f.N == 0 {
 				t.Errorf("scenario %s: figure %q has no samples", sc, f.Name)
 			}
+		}
+	}
+	for _, f := range r.figuresOf("single") {
+		if len(f.RunMedians) != s.Repeat {
+			t.Errorf("single figure %q: %d run medians, want %d", f.Name, len(f.RunMedians), s.Repeat)
 		}
 	}
 	for _, f := range []string{"latest.md", "latest.json"} {

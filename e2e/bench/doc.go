@@ -13,18 +13,27 @@
 //     that the agent's idle RSS, the baseline of its growth per VM, is not
 //     inflated by earlier work (a Go heap returns memory slowly).
 //   - single:     one VMI on an idle node: creation → Running, → the guest's
-//     ready marker on its serial console, → AgentConnected.
+//     ready marker on its serial console, → AgentConnected; before each VMI
+//     a bare pod (one pause container) is created and its creation →
+//     Running is the floor.
 //   - pause:      pause/unpause cycles on that VMI: the node API's answer,
 //     and until Paused=True (or its removal) is visible through the API
 //     server.
-//   - burst:      100 VMIs (startStrategy Paused) created 100 ms apart:
-//     creation → Running per VMI, and until all are Running. Its VMIs are
-//     the overhead scenario's 100 and the restart scenario's.
+//   - burst:      50, then 100 VMIs (startStrategy Paused) created 100 ms
+//     apart: creation → Running per VMI, and until all are Running; before
+//     each, as many bare pods the same way (the floor), and the VMIs' P50
+//     and P95 over the bare pods'. The 100 VMIs are the overhead scenario's
+//     100 and the restart scenario's.
 //   - restart:    with those VMs running, SIGKILL the agent process: time
 //     until the new agent holds a QMP connection to every VM again, and the
 //     number of VMs disturbed (QEMU replaced, phase or pause state changed).
 //   - controller: N VMIs (default 8,000) no node can take: the controller's
 //     throughput (VMI → launcher pod → Scheduling) and RSS per VMI.
+//
+// The short scenarios (single, pause, virtctl, restart) run -repeat times
+// (default 3): each figure is over all runs' samples, and the report lists
+// each run's median, the run-to-run spread a regression must stand out of.
+// The report names the launcher pod shape every VMI figure used.
 //
 // A benchmark is not a test: no figure fails it. Any error does: the
 // command exits non-zero and the report records the error next to the

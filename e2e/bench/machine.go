@@ -33,6 +33,14 @@ func describeMachine(ctx context.Context, e *env) Machine {
 	if v, err := e.kube.Discovery().ServerVersion(); err == nil {
 		m.Kubernetes = v.GitVersion
 	}
+	if n, err := e.kube.CoreV1().Nodes().Get(ctx, e.node.Name, getOpts); err == nil {
+		m.Runtime = n.Status.NodeInfo.ContainerRuntimeVersion
+	}
+	m.PodShape = "Containers (holder and init containers)"
+	if cm, err := e.kube.CoreV1().ConfigMaps("nodevirt").Get(ctx, "nodevirt-config", getOpts); err == nil &&
+		cm.Data["launcherPodShape"] == "ImageVolumes" {
+		m.PodShape = "ImageVolumes (one container, images as image volumes)"
+	}
 	return m
 }
 

@@ -28,11 +28,16 @@ var getOpts = metav1.GetOptions{}
 
 // Settings are the run's parameters (flags).
 type Settings struct {
-	Scenarios      []string      `json:"scenarios"`
-	SingleRuns     int           `json:"singleRuns"`
-	PauseCycles    int           `json:"pauseCycles"`
-	VirtctlCycles  int           `json:"virtctlCycles"`
-	Burst          int           `json:"burst"`
+	Scenarios     []string `json:"scenarios"`
+	SingleRuns    int      `json:"singleRuns"`
+	PauseCycles   int      `json:"pauseCycles"`
+	VirtctlCycles int      `json:"virtctlCycles"`
+	Burst         int      `json:"burst"`
+	// BurstSmall is the smaller burst run before Burst (0: none).
+	BurstSmall int `json:"burstSmall"`
+	// Repeat is how often the short scenarios (single, pause, virtctl,
+	// restart) run, so the report shows its own run-to-run spread.
+	Repeat         int           `json:"repeat"`
 	BurstInterval  time.Duration `json:"burstInterval"`
 	OverheadAt     []int         `json:"overheadAt"`
 	ControllerVMIs int           `json:"controllerVMIs"`
@@ -43,8 +48,8 @@ func (s Settings) String() string {
 	for i, n := range s.OverheadAt {
 		at[i] = strconv.Itoa(n)
 	}
-	return fmt.Sprintf("scenarios %s; single runs %d; pause cycles %d; virtctl cycles %d; burst %d VMIs %v apart; overhead at %s/%d VMs; controller %d VMIs",
-		strings.Join(s.Scenarios, ","), s.SingleRuns, s.PauseCycles, s.VirtctlCycles, s.Burst, s.BurstInterval, strings.Join(at, "/"), s.Burst, s.ControllerVMIs)
+	return fmt.Sprintf("scenarios %s; short scenarios repeated %d×; single runs %d; pause cycles %d; virtctl cycles %d; bursts of %d and %d VMIs (and as many bare pods) %v apart; overhead at %s/%d VMs; controller %d VMIs",
+		strings.Join(s.Scenarios, ","), s.Repeat, s.SingleRuns, s.PauseCycles, s.VirtctlCycles, s.BurstSmall, s.Burst, s.BurstInterval, strings.Join(at, "/"), s.Burst, s.ControllerVMIs)
 }
 
 // Validate checks the settings, naming the flag of a bad one.
@@ -69,6 +74,12 @@ func (s Settings) Validate() error {
 	}
 	if s.Burst < 1 {
 		errs = append(errs, fmt.Errorf("-burst %d: want at least 1", s.Burst))
+	}
+	if s.BurstSmall < 0 {
+		errs = append(errs, fmt.Errorf("-burst-small %d: must not be negative", s.BurstSmall))
+	}
+	if s.Repeat < 1 {
+		errs = append(errs, fmt.Errorf("-repeat %d: want at least 1", s.Repeat))
 	}
 	if s.BurstInterval < 0 {
 		errs = append(errs, fmt.Errorf("-burst-interval %v: must not be negative", s.BurstInterval))
@@ -100,6 +111,8 @@ func run() error {
 	flag.IntVar(&s.PauseCycles, "pause-cycles", 200, "pause/unpause cycles")
 	flag.IntVar(&s.VirtctlCycles, "virtctl-cycles", 100, "pause/unpause cycles through virtctl and the aggregated API")
 	flag.IntVar(&s.Burst, "burst", 100, "VMIs of the burst (also the overhead's largest count and the restart's VMs)")
+	flag.IntVar(&s.BurstSmall, "burst-small", 50, "VMIs (and bare pods) of the smaller burst run before -burst (0: none)")
+	flag.IntVar(&s.Repeat, "repeat", 3, "runs of the short scenarios (single, pause, virtctl, restart): the report shows each run's median")
 	flag.DurationVar(&s.BurstInterval, "burst-interval", 100*time.Millisecond, "time between the burst's creations")
 	overheadAt := flag.String("overhead-at", "1,20", "VM counts to measure overhead at before the burst (then again at the burst's count)")
 	flag.IntVar(&s.ControllerVMIs, "controller-vmis", 8000, "VMIs of the controller scale scenario")
@@ -220,7 +233,10 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 			return err
 		}
 	}
-	if s.has("single") || s.has("pause") || s.has("virtctl") {
+	for range s.Repeat {
+		if !s.has("single") && !s.has("pause") && !s.has("virtctl") {
+			break
+		}
 		runs := s.SingleRuns
 		if !s.has("single") {
 			runs = 1
@@ -244,6 +260,15 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 		}
 	}
 	if s.has("burst") || s.has("restart") || s.has("overhead") {
+		burstNotes(r)
+		if s.BurstSmall > 0 && s.has("burst") {
+			if err := runBurst(ctx, e, r, s.BurstSmall, s.BurstInterval); err != nil {
+				return fmt.Errorf("burst of %d: %w", s.BurstSmall, err)
+			}
+			if err := cleanUp(); err != nil {
+				return err
+			}
+		}
 		if err := runBurst(ctx, e, r, s.Burst, s.BurstInterval); err != nil {
 			return fmt.Errorf("burst: %w", err)
 		}
@@ -252,9 +277,9 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 				return fmt.Errorf("overhead at %d VMs: %w", s.Burst, err)
 			}
 		}
-		if s.has("restart") {
+		for i := 0; s.has("restart") && i < s.Repeat; i++ {
 			if err := runRestart(ctx, e, r, s.Burst); err != nil {
-				return fmt.Errorf("restart: %w", err)
+				return fmt.Errorf("restart %d: %w", i+1, err)
 			}
 		}
 		if err := cleanUp(); err != nil {

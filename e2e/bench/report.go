@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,17 +36,35 @@ type Machine struct {
 	Accel      string `json:"accel"`
 	QEMU       string `json:"qemu"`
 	Kubernetes string `json:"kubernetes"`
+	Runtime    string `json:"runtime"`
+	// PodShape is the launcher pods' shape every VMI figure used.
+	PodShape string `json:"podShape"`
 }
 
-// add appends figures.
-func (r *Report) add(fs ...Figure) { r.Figures = append(r.Figures, fs...) }
+// add appends figures; a figure already there (same scenario and name:
+// a repeated scenario) takes the new samples, and the new run's median
+// joins its RunMedians, the run-to-run spread.
+func (r *Report) add(fs ...Figure) {
+	for _, f := range fs {
+		i := slices.IndexFunc(r.Figures, func(g Figure) bool { return g.Scenario == f.Scenario && g.Name == f.Name })
+		if i < 0 {
+			r.Figures = append(r.Figures, f)
+			continue
+		}
+		r.Figures[i] = r.Figures[i].merge(f)
+	}
+}
 
-// note appends a remark to scenario's notes.
+// note appends a remark to scenario's notes, once (a repeated scenario
+// says the same).
 func (r *Report) note(scenario, format string, args ...any) {
 	if r.Notes == nil {
 		r.Notes = map[string][]string{}
 	}
-	r.Notes[scenario] = append(r.Notes[scenario], fmt.Sprintf(format, args...))
+	n := fmt.Sprintf(format, args...)
+	if !slices.Contains(r.Notes[scenario], n) {
+		r.Notes[scenario] = append(r.Notes[scenario], n)
+	}
 }
 
 // WriteJSON writes the report as indented JSON.
@@ -77,6 +96,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		{"accelerator", r.Machine.Accel},
 		{"QEMU", r.Machine.QEMU},
 		{"Kubernetes", r.Machine.Kubernetes},
+		{"container runtime", r.Machine.Runtime},
+		{"launcher pod shape", r.Machine.PodShape},
 		{"settings", r.Settings.String()},
 	}
 	for _, row := range rows {
@@ -91,11 +112,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	for _, sc := range scenarioOrder(r) {
 		fmt.Fprintf(&b, "\n## %s\n\n", scenarioTitles[sc])
 		if fs := r.figuresOf(sc); len(fs) > 0 {
-			b.WriteString("| figure | unit | n | min | median | p95 | p99 | max | KubeVirt |\n")
-			b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|---|\n")
+			b.WriteString("| figure | unit | n | min | median | p95 | p99 | max | medians of the runs | KubeVirt |\n")
+			b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|---|---|\n")
 			for _, f := range fs {
-				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n",
-					escapeCell(f.Name), f.Unit, f.N, num(f.Min), num(f.Median), num(f.P95), num(f.P99), num(f.Max), escapeCell(f.KubeVirt))
+				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n",
+					escapeCell(f.Name), f.Unit, f.N, num(f.Min), num(f.Median), num(f.P95), num(f.P99), num(f.Max), runMedians(f), escapeCell(f.KubeVirt))
 			}
 		}
 		if ns := r.Notes[sc]; len(ns) > 0 {
@@ -140,6 +161,18 @@ func (r *Report) figuresOf(scenario string) []Figure {
 		}
 	}
 	return out
+}
+
+// runMedians shows a repeated figure's per-run medians ("" for one run).
+func runMedians(f Figure) string {
+	if len(f.RunMedians) < 2 {
+		return ""
+	}
+	parts := make([]string, len(f.RunMedians))
+	for i, m := range f.RunMedians {
+		parts[i] = num(m)
+	}
+	return strings.Join(parts, " / ")
 }
 
 // num formats a statistic with about three significant digits.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func sampleReport() *Report {
@@ -34,7 +35,7 @@ func TestWriteMarkdown(t *testing.T) {
 	md := b.String()
 	for _, want := range []string{
 		"| commit | abc (with uncommitted changes) |",
-		"| creation → Running | s | 3 | 1.00 | 2.00 | 3.00 | 3.00 | 3.00 | P50 15–25 s |",
+		"| creation → Running | s | 3 | 1.00 | 2.00 | 3.00 | 3.00 | 3.00 |  | P50 15–25 s |",
 		`| a\|b | ms | 1 | 0.5 |`,
 		"* three VMIs",
 	} {
@@ -58,13 +59,13 @@ func TestWriteJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(*r, got); diff != "" {
+	if diff := cmp.Diff(*r, got, cmpopts.IgnoreUnexported(Figure{})); diff != "" {
 		t.Errorf("JSON round trip (-want +got):\n%s", diff)
 	}
 }
 
 func TestSettingsValidate(t *testing.T) {
-	ok := Settings{Scenarios: []string{"burst"}, SingleRuns: 1, PauseCycles: 1, VirtctlCycles: 1, Burst: 1, OverheadAt: []int{1}, ControllerVMIs: 1}
+	ok := Settings{Scenarios: []string{"burst"}, SingleRuns: 1, PauseCycles: 1, VirtctlCycles: 1, Burst: 1, OverheadAt: []int{1}, ControllerVMIs: 1, Repeat: 1}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("valid settings: %v", err)
 	}
@@ -72,10 +73,37 @@ func TestSettingsValidate(t *testing.T) {
 	bad.Scenarios = []string{"nope"}
 	bad.Burst = 0
 	bad.OverheadAt = []int{0}
+	bad.Repeat = 0
+	bad.BurstSmall = -1
 	err := bad.Validate()
-	for _, want := range []string{`-only: unknown scenario "nope"`, "-burst 0", "-overhead-at 0"} {
+	for _, want := range []string{`-only: unknown scenario "nope"`, "-burst 0", "-overhead-at 0", "-repeat 0", "-burst-small -1"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to name %q", err, want)
 		}
+	}
+}
+
+// A repeated scenario's figure holds every run's samples and each run's
+// median: the run-to-run spread.
+func TestReportAdd_MergesRuns(t *testing.T) {
+	r := &Report{}
+	f := summarize("single", "creation → Running", "s", []float64{1, 2, 3})
+	f.KubeVirt = "x"
+	r.add(f)
+	r.add(summarize("single", "creation → Running", "s", []float64{4, 5, 6}))
+	r.add(summarize("single", "creation → Running", "s", []float64{7}))
+	r.add(summarize("single", "other", "s", []float64{9}))
+	if len(r.Figures) != 2 {
+		t.Fatalf("%d figures, want 2", len(r.Figures))
+	}
+	got := r.Figures[0]
+	if got.N != 7 || got.Min != 1 || got.Max != 7 || got.Median != 4 || got.KubeVirt != "x" {
+		t.Errorf("merged figure = %+v", got)
+	}
+	if diff := cmp.Diff([]float64{2, 5, 7}, got.RunMedians); diff != "" {
+		t.Errorf("run medians (-want +got):\n%s", diff)
+	}
+	if got := runMedians(got); got != "2.00 / 5.00 / 7.00" {
+		t.Errorf("runMedians() = %q", got)
 	}
 }

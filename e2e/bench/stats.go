@@ -19,6 +19,23 @@ type Figure struct {
 	Max      float64 `json:"max"`
 	// KubeVirt is the published KubeVirt figure to compare with, if any.
 	KubeVirt string `json:"kubevirt,omitempty"`
+	// RunMedians are the medians of each run of a repeated scenario (the
+	// statistics above are over all runs' samples).
+	RunMedians []float64 `json:"runMedians,omitempty"`
+
+	samples []float64
+}
+
+// merge returns f with g's samples (another run of the same figure) added.
+func (f Figure) merge(g Figure) Figure {
+	out := summarize(f.Scenario, f.Name, f.Unit, append(slices.Clone(f.samples), g.samples...))
+	out.KubeVirt = f.KubeVirt
+	out.RunMedians = slices.Clone(f.RunMedians)
+	if len(out.RunMedians) == 0 {
+		out.RunMedians = []float64{f.Median}
+	}
+	out.RunMedians = append(out.RunMedians, g.Median)
+	return out
 }
 
 // summarize computes a figure from samples (any order). An empty sample
@@ -29,6 +46,7 @@ func summarize(scenario, name, unit string, samples []float64) Figure {
 		return f
 	}
 	s := slices.Clone(samples)
+	f.samples = s
 	slices.Sort(s)
 	f.Min, f.Max = s[0], s[len(s)-1]
 	f.Median = percentile(s, 50)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestSummarize(t *testing.T) {
@@ -20,7 +21,7 @@ func TestSummarize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, summarize("s", "n", "s", tt.samples)); diff != "" {
+			if diff := cmp.Diff(tt.want, summarize("s", "n", "s", tt.samples), cmpopts.IgnoreUnexported(Figure{})); diff != "" {
 				t.Errorf("summarize (-want +got):\n%s", diff)
 			}
 		})

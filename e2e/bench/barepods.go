@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+)
+
+// barePodLabel marks the bare pods, the physical floor of a VMI's start:
+// one container of the pause image, the same node and CPU request as the
+// burst's VMIs.
+const barePodLabel = "nodevirt.io/bench-bare-pod"
+
+// barePod is the floor's pod: what the kubelet must do for any pod.
+func barePod(name, node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{barePodLabel: "true"}},
+		Spec: corev1.PodSpec{
+			NodeSelector:                  map[string]string{corev1.LabelHostname: node},
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			Containers: []corev1.Container{{
+				Name: "pause", Image: "nodevirt.local/pause:dev", ImagePullPolicy: corev1.PullIfNotPresent,
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5m")}},
+			}},
+		},
+	}
+}
+
+// barePodBurst creates n bare pods interval apart (name prefix) and
+// returns each one's creation → Running (phase Running as this client's
+// watch saw it), then deletes them and waits until they are gone.
+func barePodBurst(ctx context.Context, e *env, prefix string, n int, interval time.Duration) ([]time.Duration, error) {
+	pods := e.kube.CoreV1().Pods(benchNamespace)
+	sel := metav1.ListOptions{LabelSelector: barePodLabel + "=true"}
+	w, err := pods.Watch(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("watch bare pods: %w", err)
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	running := map[string]time.Time{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok || ev.Type == watch.Deleted || pod.Status.Phase != corev1.PodRunning {
+				continue
+			}
+			mu.Lock()
+			if _, seen := running[pod.Name]; !seen {
+				running[pod.Name] = time.Now()
+			}
+			mu.Unlock()
+		}
+	}()
+	created := map[string]time.Time{}
+	for i := range n {
+		if i > 0 && interval > 0 {
+			time.Sleep(interval)
+		}
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		created[name] = time.Now()
+		if _, err := pods.Create(ctx, barePod(name, e.node.Name), metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("create bare pod %s: %w", name, err)
+		}
+	}
+	err = poll(ctx, 10*time.Minute, 100*time.Millisecond, fmt.Sprintf("%d bare pods Running", n), func() (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(running) >= n, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.Stop()
+	<-done
+	out := make([]time.Duration, 0, n)
+	for name, at := range created {
+		out = append(out, running[name].Sub(at))
+	}
+	return out, e.deleteBarePods(ctx)
+}
+
+// deleteBarePods deletes every bare pod and waits until none is left.
+func (e *env) deleteBarePods(ctx context.Context) error {
+	pods := e.kube.CoreV1().Pods(benchNamespace)
+	sel := metav1.ListOptions{LabelSelector: barePodLabel + "=true"}
+	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, sel); err != nil {
+		return fmt.Errorf("delete bare pods: %w", err)
+	}
+	return poll(ctx, 5*time.Minute, 200*time.Millisecond, "bare pods gone", func() (bool, error) {
+		l, err := pods.List(ctx, sel)
+		if err != nil {
+			return false, err
+		}
+		return len(l.Items) == 0, nil
+	})
+}
