@@ -11,30 +11,56 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/e2e/localcluster"
 )
 
-// deployedShape is the launcher pod shape nodevirt was deployed with
-// (hack/deploy-local.sh: ImageVolumes on a cluster with the ImageVolume
-// gate unless POD_SHAPE says otherwise).
-func (s *suite) deployedShape(t *testing.T) string {
-	t.Helper()
-	cm, err := s.kube.CoreV1().ConfigMaps("nodevirt").Get(context.Background(), "nodevirt-config", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+// defaultShape is the launcher pod shape hack/deploy-local.sh gives this
+// run: POD_SHAPE, else ImageVolumes on a cluster with the ImageVolume gate,
+// else Containers.
+func (s *suite) defaultShape() string {
+	if v := os.Getenv("POD_SHAPE"); v != "" {
+		return v
 	}
-	shape := cm.Data["launcherPodShape"]
-	if want := os.Getenv("POD_SHAPE"); want == "" && s.cluster.ImageVolumes && shape != "ImageVolumes" {
-		t.Fatalf("the cluster runs image volumes but nodevirt was deployed with launcher pod shape %q", shape)
+	if s.cluster.ImageVolumes {
+		return "ImageVolumes"
 	}
-	return shape
+	return "Containers"
 }
 
 // Issue 23: launcher pods have the deployed shape — one container with the
 // containerDisk and kernelBoot images as image volumes, or the fallback of
 // init and holder containers — and a kernelBoot VMI and a containerDisk VM
 // boot in it.
-func testPodShape(t *testing.T, s *suite) {
-	shape := s.deployedShape(t)
+func testPodShape(t *testing.T, s *suite) { s.checkPodShape(t, s.defaultShape()) }
+
+// Issue 23: the same on the fallback shape, redeployed on the same cluster
+// (POD_SHAPE=Containers), then the default shape again.
+func testPodShapeFallback(t *testing.T, s *suite) {
+	if s.defaultShape() == "Containers" {
+		t.Skip("the suite runs on the fallback shape already")
+	}
+	log := &testLog{t: t}
+	if err := localcluster.Deploy(t.Context(), s.cluster, log, "POD_SHAPE=Containers"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if err := localcluster.Deploy(ctx, s.cluster, log); err != nil {
+			t.Errorf("back to the default shape: %v", err)
+		}
+	})
+	s.checkPodShape(t, "Containers")
+}
+
+func (s *suite) checkPodShape(t *testing.T, shape string) {
+	cm, err := s.kube.CoreV1().ConfigMaps("nodevirt").Get(t.Context(), "nodevirt-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cm.Data["launcherPodShape"]; got != shape {
+		t.Fatalf("nodevirt was deployed with launcher pod shape %q, want %q", got, shape)
+	}
 	t.Logf("launcher pod shape %s (cluster ImageVolume gate %t)", shape, s.cluster.ImageVolumes)
 
 	start := time.Now()

@@ -60,6 +60,8 @@ type extra struct {
 var extras = []extra{
 	{10, "PrometheusScrape", testPrometheusScrape},
 	{23, "PodShape", testPodShape},
+	// Last: it redeploys nodevirt on the fallback shape and back.
+	{23, "PodShapeFallback", testPodShapeFallback},
 }
 
 // suite is what every scenario shares: the cluster, its clients and the

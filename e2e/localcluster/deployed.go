@@ -3,6 +3,7 @@ package localcluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -67,13 +68,26 @@ func Deployed(t *testing.T, log io.Writer) *Cluster {
 	default:
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "deploy-local.sh"))
-	cmd.Env = append(os.Environ(), "CLUSTER_DIR="+c.Dir, "RESTART=1")
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("hack/deploy-local.sh: %v", err)
+	if err := Deploy(ctx, c, log, "RESTART=1"); err != nil {
+		t.Fatal(err)
 	}
 	return c
+}
+
+// Deploy runs hack/deploy-local.sh on c with the environment plus env
+// (e.g. "POD_SHAPE=Containers", "RESTART=1").
+func Deploy(ctx context.Context, c *Cluster, log io.Writer, env ...string) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "deploy-local.sh"))
+	cmd.Env = append(append(os.Environ(), "CLUSTER_DIR="+c.Dir), env...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("hack/deploy-local.sh %s: %w", strings.Join(env, " "), err)
+	}
+	return nil
 }
 
 // runIn runs a command in dir with its output going to w.
