@@ -64,6 +64,9 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval time.Durat
 		summarize(sc, fmt.Sprintf("%d VMIs: Scheduled → Running (the agent starts QEMU)", n), "s", seconds(started)),
 		summarize(sc, fmt.Sprintf("%d VMIs: first creation → all Running", n), "s", []float64{last.Sub(first).Seconds()}),
 	)
+	if err := agentTimeline(ctx, e, r, fmt.Sprintf("%d VMIs", n), sortedNames(created)); err != nil {
+		return err
+	}
 	r.note(sc, "%d VMIs created %v apart on one node, all Running %v after the first creation; before them, in the same run, %d bare pods (one container of the pause image, the same node and CPU request) created %v apart and deleted again.", n, interval, all.Round(100*time.Millisecond), n, interval)
 	return nil
 }
@@ -72,5 +75,6 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval time.Durat
 func burstNotes(r *Report) {
 	const sc = "burst"
 	r.note(sc, "Where the time goes: creation → Scheduling is the controller, Scheduling → Scheduled the scheduler and the kubelet starting the pod (the launcher pod shape above says how many containers; on this machine the pods' container starts share 2 cores), Scheduled → Running the agent (network, QEMU, QMP).")
+	r.note(sc, "Agent timeline: the agent's own record of each VMI's start (nodectl timeline): Adopted (the agent took the VMI), NetworkAllocated (intent recorded), NetworkReady (tap, bridge, nftables, DHCP in the pod), Launching (spec sent to the launcher), Attached (QMP connected to the running QEMU).")
 	r.note(sc, "VMIs: startStrategy Paused, containerDisk (the test guest's disk image), masquerade NIC, 64 MiB guest memory, CPU request 5m (the default 100m per vCPU fits only 16 such pods on this 2-core node).")
 }
