@@ -109,10 +109,10 @@ func (c Config) Validate() error {
 
 // ConfigMap keys.
 const (
-	KeyLauncherImage      = "launcherImage"
-	KeyUseEmulation       = "useEmulation"
+	KeyLauncherImage = "launcherImage"
+	KeyUseEmulation  = "useEmulation"
 	// KeyLauncherPodShape is Auto, ImageVolumes or Containers (vmi.ShapeMode).
-	KeyLauncherPodShape = "launcherPodShape"
+	KeyLauncherPodShape   = "launcherPodShape"
 	KeyHeartbeatThreshold = "heartbeatThreshold"
 	// KeyMigrations holds a YAML or JSON object with KubeVirt's
 	// migrations fields (parallelMigrationsPerCluster, bandwidthPerMigration, …).

@@ -52,8 +52,8 @@ type Deps struct {
 	PodConfig vmi.PodConfig
 	// Shapes chooses each target pod's shape (nil: PodConfig.Shape).
 	Shapes *vmi.Shapes
-	Config    Config
-	Now       func() time.Time
+	Config Config
+	Now    func() time.Time
 }
 
 // Controller drives VirtualMachineInstanceMigrations.
