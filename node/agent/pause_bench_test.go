@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/hack/testenv"
@@ -32,7 +34,8 @@ func TestPause_Latency(t *testing.T) {
 	v.waitSerial(t, "NODEVIRT-GUEST-READY", 90*time.Second)
 	c := h.apiHTTP()
 
-	measurePause(t, v, c, "1 record")
+	measurePause(t, v, c, "1 record", nil)
+	measurePause(t, v, c, "1 record, settled", watchPaused(t, v))
 	seeded := 0
 	for _, n := range []int{100, 1000} {
 		h.stopAgent()
@@ -43,28 +46,35 @@ func TestPause_Latency(t *testing.T) {
 			code, _ := v.callWith(c, http.MethodPut, "unpause")
 			return code == http.StatusOK
 		})
-		measurePause(t, v, c, fmt.Sprintf("%d records", n+1))
+		measurePause(t, v, c, fmt.Sprintf("%d records", n+1), nil)
+		measurePause(t, v, c, fmt.Sprintf("%d records, settled", n+1), watchPaused(t, v))
 	}
 	testenv.Eventually(t, 10*time.Second, "Ready=True after the benchmark", func() bool {
 		return conditionIs(v.get(), v1.VirtualMachineInstanceReady, corev1.ConditionTrue)
 	})
 }
 
-// measurePause runs 200 pause/unpause cycles and logs p50 and p99 of each.
-func measurePause(t *testing.T, v *vm, c *http.Client, what string) {
+// measurePause runs 200 pause/unpause cycles and logs p50 and p99 of
+// each. Back to back when paused is nil; else settled, as e2e/bench does:
+// each call waits until paused says the VMI's Paused condition followed.
+func measurePause(t *testing.T, v *vm, c *http.Client, what string, paused <-chan bool) {
 	t.Helper()
 	const n = 200
 	var pause, unpause []time.Duration
 	for range n {
 		for _, step := range []struct {
 			action string
+			on     bool
 			d      *[]time.Duration
-		}{{"pause", &pause}, {"unpause", &unpause}} {
+		}{{"pause", true, &pause}, {"unpause", false, &unpause}} {
 			start := time.Now()
 			if code, body := v.callWith(c, http.MethodPut, step.action); code != http.StatusOK {
 				t.Fatalf("%s: %d %s", step.action, code, body)
 			}
 			*step.d = append(*step.d, time.Since(start))
+			if paused != nil {
+				waitPaused(t, paused, step.on)
+			}
 		}
 	}
 	t.Logf("%s: pause p50 %v p99 %v; unpause p50 %v p99 %v (%d cycles)", what,
@@ -114,4 +124,50 @@ func seedTombstones(t *testing.T, path, uid string, from, n int) {
 		}
 	}
 	t.Logf("seeded %d tombstones of %d bytes of launch spec each", n-from, len(rec.Spec))
+}
+
+// watchPaused watches the VMI of v until the test ends and sends whether
+// its Paused condition is true on every change of the VMI.
+func watchPaused(t *testing.T, v *vm) <-chan bool {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := v.h.virt.KubevirtV1().VirtualMachineInstances(v.h.ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", v.name).String(),
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	ch := make(chan bool, 16)
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); w.Stop(); <-done })
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if vmi, ok := ev.Object.(*v1.VirtualMachineInstance); ok {
+				select {
+				case ch <- conditionIs(vmi, v1.VirtualMachineInstancePaused, corev1.ConditionTrue):
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return ch
+}
+
+// waitPaused waits until paused reports on.
+func waitPaused(t *testing.T, paused <-chan bool, on bool) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case p := <-paused:
+			if p == on {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("Paused condition not %v after 10s", on)
+		}
+	}
 }
