@@ -47,11 +47,13 @@ type Deps struct {
 	Registerer prometheus.Registerer
 
 	// The agent's effects on the host (effects.go); nil: the host's own
-	// (HostLauncher, HostNetwork, HostQEMU, HostProcesses).
+	// (HostLauncher, HostNetwork, HostQEMU, HostProcesses,
+	// HostPodWatcher). The agent closes Pods when Run returns.
 	Launcher  Launcher
 	Network   Network
 	QEMU      QEMUDialer
 	Processes Processes
+	Pods      PodWatcher
 	// Migration is the source end of the migration channel; nil: this
 	// node fails every outgoing migration.
 	Migration MigrationChannel
@@ -182,13 +184,23 @@ func (a *Agent) enqueuePod(obj any) {
 // enqueue is handed to domain watchers (QMP events, QEMU exit).
 func (a *Agent) enqueue(uid string) { a.loop.EnqueueKey(uid) }
 
+// forwardPodEvents enqueues the VMIs whose pod directories got news, until
+// the watcher is closed.
+func (a *Agent) forwardPodEvents() {
+	for uid := range a.deps.Pods.Events() {
+		a.enqueue(uid)
+	}
+}
+
 // Run starts the informers and workers and blocks until ctx ends. Running
 // QEMUs are left alone when it returns: a restarted agent re-attaches.
 func (a *Agent) Run(ctx context.Context) error {
 	a.started = time.Now()
 	defer a.loop.ShutDown()
 	defer a.closeDomains()
+	defer a.deps.Pods.Close()
 	a.recorder = a.newRecorder(ctx)
+	go a.forwardPodEvents()
 
 	for _, inf := range []cache.SharedIndexInformer{a.vmis, a.incoming} {
 		if _, err := inf.AddEventHandler(reconcile.HandlerFunc(a.enqueueVMI)); err != nil {
@@ -293,6 +305,7 @@ func (a *Agent) connectedDomains() int {
 // migration channel.
 func (a *Agent) dropDomain(uid string) {
 	a.closeProxy(uid)
+	a.deps.Pods.Unwatch(uid)
 	a.mu.Lock()
 	d := a.domains[uid]
 	delete(a.domains, uid)
