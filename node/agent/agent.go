@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -213,7 +214,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	go a.vmis.Run(ctx.Done())
 	go a.incoming.Run(ctx.Done())
 	go a.pods.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), a.vmis.HasSynced, a.incoming.HasSynced, a.pods.HasSynced) {
+	if !waitSynced(ctx, a.vmis.HasSynced, a.incoming.HasSynced, a.pods.HasSynced) {
 		return fmt.Errorf("agent: informer sync: %w", ctx.Err())
 	}
 	if err := a.enqueueRecords(ctx); err != nil {
@@ -229,6 +230,28 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.resyncLoop(ctx)
 	<-workersDone // the workers finish their current key
 	return nil
+}
+
+// cacheSyncPoll is how often Run checks whether its informers have listed:
+// client-go's WaitForCacheSync checks every 100 ms, a tenth of what a
+// restart may take to re-adopt every VM.
+const cacheSyncPoll = 5 * time.Millisecond
+
+// waitSynced waits until every informer has synced; false when ctx ended
+// first.
+func waitSynced(ctx context.Context, synced ...cache.InformerSynced) bool {
+	t := time.NewTicker(cacheSyncPoll)
+	defer t.Stop()
+	for {
+		if !slices.ContainsFunc(synced, func(s cache.InformerSynced) bool { return !s() }) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
 }
 
 // enqueueRecords enqueues every live record: re-adoption after a restart,
