@@ -112,6 +112,20 @@ func (ix *index) named(namespace, name string) []string {
 	return uids
 }
 
+// live returns the UIDs of the records that are not tombstones, sorted.
+func (ix *index) live() []string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	var uids []string
+	for uid, e := range ix.byUID {
+		if e.gone.IsZero() {
+			uids = append(uids, uid)
+		}
+	}
+	slices.Sort(uids)
+	return uids
+}
+
 // goneBy returns the UIDs of the tombstones gone at or before cutoff,
 // sorted.
 func (ix *index) goneBy(cutoff time.Time) []string {

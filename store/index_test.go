@@ -47,6 +47,9 @@ func TestByName(t *testing.T) {
 	if diff := cmp.Diff([]string{"a"}, uidsOf(t, db, "ns", "vm")); diff != "" {
 		t.Errorf("ByName(ns/vm) after Delete (-want +got):\n%s", diff)
 	}
+	if diff := cmp.Diff([]string{"c", "d"}, db.LiveUIDs()); diff != "" {
+		t.Errorf("LiveUIDs (-want +got):\n%s", diff)
+	}
 	if got := uidsOf(t, db, "ns", "nope"); len(got) != 0 {
 		t.Errorf("ByName(ns/nope) = %v, want none", got)
 	}

@@ -65,6 +65,12 @@ func (db *DB) ByName(ctx context.Context, namespace, name string) ([]Record, err
 	return rs, nil
 }
 
+// LiveUIDs returns the UIDs of the records that are not tombstones,
+// sorted, without reading any record (from the name index): what the
+// agent re-adopts after a restart, however many tombstones the file
+// holds. A record committed concurrently may be missing.
+func (db *DB) LiveUIDs() []string { return db.ix.live() }
+
 // Put creates or replaces the record r.UID and appends events to its
 // timeline, in one transaction.
 func (db *DB) Put(ctx context.Context, r Record, events ...Event) error {
