@@ -217,9 +217,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if !waitSynced(ctx, a.vmis.HasSynced, a.incoming.HasSynced, a.pods.HasSynced) {
 		return fmt.Errorf("agent: informer sync: %w", ctx.Err())
 	}
-	if err := a.enqueueRecords(ctx); err != nil {
-		return err
-	}
+	a.enqueueRecords()
 	a.log.Info("agent started", "node", a.cfg.NodeName, "kvm", a.deps.KVM.Usable, "kvmReason", a.deps.KVM.Reason)
 
 	workersDone := make(chan struct{})
@@ -255,18 +253,12 @@ func waitSynced(ctx context.Context, synced ...cache.InformerSynced) bool {
 }
 
 // enqueueRecords enqueues every live record: re-adoption after a restart,
-// and the safety net for records whose VMI vanished.
-func (a *Agent) enqueueRecords(ctx context.Context) error {
-	recs, err := a.deps.Store.List(ctx)
-	if err != nil {
-		return fmt.Errorf("agent: list records: %w", err)
+// and the safety net for records whose VMI vanished. It reads no record:
+// the tombstones a node keeps for a day cost nothing here.
+func (a *Agent) enqueueRecords() {
+	for _, uid := range a.deps.Store.LiveUIDs() {
+		a.enqueue(uid)
 	}
-	for _, r := range recs {
-		if !r.IsGone() {
-			a.enqueue(r.UID)
-		}
-	}
-	return nil
 }
 
 // resyncLoop periodically enqueues every VMI and record and prunes old
@@ -283,9 +275,7 @@ func (a *Agent) resyncLoop(ctx context.Context) {
 		for _, obj := range append(a.vmis.GetStore().List(), a.incoming.GetStore().List()...) {
 			a.enqueueVMI(obj)
 		}
-		if err := a.enqueueRecords(ctx); err != nil {
-			a.log.Error("resync", "err", err)
-		}
+		a.enqueueRecords()
 		if gone, err := a.deps.Store.Prune(ctx, a.now()); err != nil {
 			a.log.Error("prune records", "err", err)
 		} else if len(gone) > 0 {
