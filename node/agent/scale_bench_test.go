@@ -72,17 +72,24 @@ func TestScale_BurstAndRestart(t *testing.T) {
 	}
 	created := time.Since(first)
 	var lat []time.Duration
-	testenv.Eventually(t, 5*time.Minute, fmt.Sprintf("%d VMIs Running", n), func() bool {
+	for deadline := time.Now().Add(5 * time.Minute); ; {
 		lat = lat[:0]
+		var waiting []string
 		for _, v := range vms {
-			at, ok := running.at(v.name)
-			if !ok {
-				return false
+			if at, ok := running.at(v.name); ok {
+				lat = append(lat, at.Sub(v.created))
+			} else {
+				waiting = append(waiting, v.name)
 			}
-			lat = append(lat, at.Sub(v.created))
 		}
-		return true
-	})
+		if len(waiting) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d VMIs not Running after 5m: %v", len(waiting), waiting)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	last := slices.Max(lat)
 	for _, v := range vms {
 		if at, _ := running.at(v.name); at.Sub(first) > last {
@@ -140,30 +147,60 @@ func (r *runningTimes) at(name string) (time.Time, bool) {
 	return at, ok
 }
 
-// watchRunning watches the harness's namespace until the test ends.
+// watchRunning watches the harness's namespace until the test ends,
+// resuming from the last resource version when the API server ends the
+// watch (a VMI that turned Running in between is timed by a list).
 func watchRunning(t *testing.T, h *harness) *runningTimes {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := h.virt.KubevirtV1().VirtualMachineInstances(h.ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
 	r := &runningTimes{seen: map[string]time.Time{}}
 	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); w.Stop(); <-done })
+	t.Cleanup(func() { cancel(); <-done })
+	vmis := h.virt.KubevirtV1().VirtualMachineInstances(h.ns)
+	see := func(vmi *v1.VirtualMachineInstance) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if _, ok := r.seen[vmi.Name]; !ok && vmi.Status.Phase == v1.Running {
+			r.seen[vmi.Name] = time.Now()
+		}
+	}
 	go func() {
 		defer close(done)
-		for ev := range w.ResultChan() {
-			vmi, ok := ev.Object.(*v1.VirtualMachineInstance)
-			if !ok || vmi.Status.Phase != v1.Running {
+		rv := ""
+		retry := func() {
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		for ctx.Err() == nil {
+			if rv == "" {
+				list, err := vmis.List(ctx, metav1.ListOptions{})
+				if err != nil {
+					retry()
+					continue
+				}
+				for i := range list.Items {
+					see(&list.Items[i])
+				}
+				rv = list.ResourceVersion
+			}
+			w, err := vmis.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+			if err != nil {
+				rv = ""
+				retry()
 				continue
 			}
-			r.mu.Lock()
-			if _, ok := r.seen[vmi.Name]; !ok {
-				r.seen[vmi.Name] = time.Now()
+			for ev := range w.ResultChan() {
+				vmi, ok := ev.Object.(*v1.VirtualMachineInstance)
+				if !ok { // an error event (e.g. resource version too old)
+					rv = ""
+					break
+				}
+				rv = vmi.ResourceVersion
+				see(vmi)
 			}
-			r.mu.Unlock()
+			w.Stop()
 		}
 	}()
 	return r
