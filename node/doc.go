@@ -47,7 +47,10 @@
 //
 // One key per VMI UID. Informer events (VMIs labelled with this node, launcher
 // pods on this node), QMP events and QMP disconnects (QEMU exit), guest agent
-// changes and a periodic resync all enqueue the same key. sync(uid):
+// changes, files appearing in the pod's sockets directory (inotify: the
+// launcher listening, QEMU running or exited) and a periodic resync all
+// enqueue the same key; a starting VMI is polled only as a safety net.
+// sync(uid):
 //
 //	observe  caches + store record + launcher status (bounded) + in-memory runtime
 //	plan     pure: Observation → ordered idempotent actions (+ requeue delay)

@@ -58,6 +58,7 @@ func (o Options) withDefaults() Options {
 type DB struct {
 	bolt *bolt.DB
 	opts Options
+	ix   *index // by name (index.go)
 }
 
 // Open opens the store file at path. A writable open creates the file (and
@@ -86,11 +87,28 @@ func Open(path string, opts Options) (*DB, error) {
 	} else {
 		err = bdb.Update(func(tx *bolt.Tx) error { return migrate(tx, migrations()) })
 	}
+	var ix *index
+	if err == nil {
+		err = bdb.View(func(tx *bolt.Tx) error {
+			var err error
+			ix, err = indexOf(tx)
+			return err
+		})
+	}
 	if err != nil {
 		_ = bdb.Close()
 		return nil, fmt.Errorf("open store %q: %w", path, err)
 	}
-	return &DB{bolt: bdb, opts: opts}, nil
+	return &DB{bolt: bdb, opts: opts, ix: ix}, nil
+}
+
+// indexOf builds the name index of the records in tx.
+func indexOf(tx *bolt.Tx) (*index, error) {
+	b, err := bucketsOf(tx)
+	if err != nil {
+		return nil, err
+	}
+	return buildIndex(b.records)
 }
 
 // checkSchema fails unless the file is at exactly the current schema.
@@ -136,10 +154,14 @@ func (db *DB) Check(ctx context.Context) error {
 	})
 }
 
-// buckets are the v1 buckets, resolved inside one transaction.
+// buckets are the v1 buckets, resolved inside one transaction, with the
+// name index that a write transaction keeps in step with the records.
 type buckets struct {
 	records   *bolt.Bucket
 	timelines *bolt.Bucket
+	ix        *index
+	// indexed is set once a write transaction changed the index.
+	indexed *bool
 }
 
 func bucketsOf(tx *bolt.Tx) (buckets, error) {
@@ -168,12 +190,14 @@ func (db *DB) view(ctx context.Context, fn func(buckets) error) error {
 		if err != nil {
 			return err
 		}
+		b.ix = db.ix
 		return fn(b)
 	})
 }
 
 // update runs fn in a write transaction, committed (and fsynced) when fn
-// returns nil and rolled back otherwise.
+// returns nil and rolled back otherwise. A transaction that changed the
+// name index and did not commit has the index rebuilt from the file.
 func (db *DB) update(ctx context.Context, fn func(buckets) error) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
@@ -181,11 +205,31 @@ func (db *DB) update(ctx context.Context, fn func(buckets) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return db.bolt.Update(func(tx *bolt.Tx) error {
+	indexed := false
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		b, err := bucketsOf(tx)
 		if err != nil {
 			return err
 		}
+		b.ix, b.indexed = db.ix, &indexed
 		return fn(b)
 	})
+	if err != nil && indexed {
+		db.rebuildIndex()
+	}
+	return err
+}
+
+// rebuildIndex replaces the name index with one read from the file. If
+// the file cannot be read the index is left as it is: a hint that may name
+// records that are not there, which readers skip.
+func (db *DB) rebuildIndex() {
+	var ix *index
+	if err := db.bolt.View(func(tx *bolt.Tx) error {
+		var err error
+		ix, err = indexOf(tx)
+		return err
+	}); err == nil {
+		db.ix.replace(ix)
+	}
 }

@@ -62,6 +62,16 @@ The reverse order could pause a guest and forget that the user asked for it.
 Update takes the state change and its timeline events together, so a record
 and its timeline never disagree.
 
+# Lookups by name
+
+ByName finds a VMI's records by namespace and name without decoding the
+others, through an in-memory index (namespace, name and Gone time of every
+record) that Open builds from the file and every write transaction updates
+under bbolt's writer lock. The index is a hint: readers read the records it
+names and skip what is not there, and a transaction that fails after
+changing it has it rebuilt from the file. Prune finds its candidates the
+same way.
+
 # Tombstones
 
 MarkGone keeps the record of a VMI that is gone, with its timeline, so that

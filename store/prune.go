@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -29,24 +30,22 @@ func (db *DB) Prune(ctx context.Context, now time.Time) ([]string, error) {
 	cutoff := now.Add(-db.opts.Retention)
 	var pruned []string
 	err := db.update(ctx, func(b buckets) error {
-		// Collect first: bbolt cursors must not iterate over keys being deleted.
-		err := b.records.ForEach(func(k, v []byte) error {
-			r, err := decodeRecord(string(k), v)
+		// The index names the candidates; each is checked on the record.
+		for _, uid := range b.ix.goneBy(cutoff) {
+			r, err := b.get(uid)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
 			if err != nil {
 				return err
 			}
-			if r.IsGone() && !r.Gone.After(cutoff) {
-				pruned = append(pruned, r.UID)
+			if !r.IsGone() || r.Gone.After(cutoff) {
+				continue
 			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, uid := range pruned {
 			if err := b.delete(uid); err != nil {
 				return fmt.Errorf("delete %q: %w", uid, err)
 			}
+			pruned = append(pruned, uid)
 		}
 		return nil
 	})

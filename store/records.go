@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -37,6 +38,38 @@ func (db *DB) List(ctx context.Context) ([]Record, error) {
 	}
 	return rs, nil
 }
+
+// ByName returns the records of the VMI namespace/name, tombstones
+// included, ordered by UID: a name is reused by VMIs that come and go, each
+// with its own UID. It reads only those records, whatever the store holds.
+func (db *DB) ByName(ctx context.Context, namespace, name string) ([]Record, error) {
+	var rs []Record
+	err := db.view(ctx, func(b buckets) error {
+		for _, uid := range b.ix.named(namespace, name) {
+			r, err := b.get(uid)
+			if errors.Is(err, ErrNotFound) {
+				continue // indexed by a transaction not committed (yet)
+			}
+			if err != nil {
+				return err
+			}
+			if r.Namespace == namespace && r.Name == name {
+				rs = append(rs, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("records of %s/%s: %w", namespace, name, err)
+	}
+	return rs, nil
+}
+
+// LiveUIDs returns the UIDs of the records that are not tombstones,
+// sorted, without reading any record (from the name index): what the
+// agent re-adopts after a restart, however many tombstones the file
+// holds. A record committed concurrently may be missing.
+func (db *DB) LiveUIDs() []string { return db.ix.live() }
 
 // Put creates or replaces the record r.UID and appends events to its
 // timeline, in one transaction.
@@ -110,12 +143,19 @@ func (b buckets) put(r *Record) error {
 	if err != nil {
 		return err
 	}
-	return b.records.Put([]byte(r.UID), v)
+	if err := b.records.Put([]byte(r.UID), v); err != nil {
+		return err
+	}
+	*b.indexed = true
+	b.ix.put(r)
+	return nil
 }
 
 func (b buckets) delete(uid string) error {
 	if err := b.records.Delete([]byte(uid)); err != nil {
 		return err
 	}
+	*b.indexed = true
+	b.ix.remove(uid)
 	return b.deleteTimeline(uid)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -47,11 +48,13 @@ type Deps struct {
 	Registerer prometheus.Registerer
 
 	// The agent's effects on the host (effects.go); nil: the host's own
-	// (HostLauncher, HostNetwork, HostQEMU, HostProcesses).
+	// (HostLauncher, HostNetwork, HostQEMU, HostProcesses,
+	// HostPodWatcher). The agent closes Pods when Run returns.
 	Launcher  Launcher
 	Network   Network
 	QEMU      QEMUDialer
 	Processes Processes
+	Pods      PodWatcher
 	// Migration is the source end of the migration channel; nil: this
 	// node fails every outgoing migration.
 	Migration MigrationChannel
@@ -182,13 +185,23 @@ func (a *Agent) enqueuePod(obj any) {
 // enqueue is handed to domain watchers (QMP events, QEMU exit).
 func (a *Agent) enqueue(uid string) { a.loop.EnqueueKey(uid) }
 
+// forwardPodEvents enqueues the VMIs whose pod directories got news, until
+// the watcher is closed.
+func (a *Agent) forwardPodEvents() {
+	for uid := range a.deps.Pods.Events() {
+		a.enqueue(uid)
+	}
+}
+
 // Run starts the informers and workers and blocks until ctx ends. Running
 // QEMUs are left alone when it returns: a restarted agent re-attaches.
 func (a *Agent) Run(ctx context.Context) error {
 	a.started = time.Now()
 	defer a.loop.ShutDown()
 	defer a.closeDomains()
+	defer a.deps.Pods.Close()
 	a.recorder = a.newRecorder(ctx)
+	go a.forwardPodEvents()
 
 	for _, inf := range []cache.SharedIndexInformer{a.vmis, a.incoming} {
 		if _, err := inf.AddEventHandler(reconcile.HandlerFunc(a.enqueueVMI)); err != nil {
@@ -201,12 +214,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	go a.vmis.Run(ctx.Done())
 	go a.incoming.Run(ctx.Done())
 	go a.pods.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), a.vmis.HasSynced, a.incoming.HasSynced, a.pods.HasSynced) {
+	if !waitSynced(ctx, a.vmis.HasSynced, a.incoming.HasSynced, a.pods.HasSynced) {
 		return fmt.Errorf("agent: informer sync: %w", ctx.Err())
 	}
-	if err := a.enqueueRecords(ctx); err != nil {
-		return err
-	}
+	a.enqueueRecords()
 	a.log.Info("agent started", "node", a.cfg.NodeName, "kvm", a.deps.KVM.Usable, "kvmReason", a.deps.KVM.Reason)
 
 	workersDone := make(chan struct{})
@@ -219,19 +230,35 @@ func (a *Agent) Run(ctx context.Context) error {
 	return nil
 }
 
-// enqueueRecords enqueues every live record: re-adoption after a restart,
-// and the safety net for records whose VMI vanished.
-func (a *Agent) enqueueRecords(ctx context.Context) error {
-	recs, err := a.deps.Store.List(ctx)
-	if err != nil {
-		return fmt.Errorf("agent: list records: %w", err)
-	}
-	for _, r := range recs {
-		if !r.IsGone() {
-			a.enqueue(r.UID)
+// cacheSyncPoll is how often Run checks whether its informers have listed:
+// client-go's WaitForCacheSync checks every 100 ms, a tenth of what a
+// restart may take to re-adopt every VM.
+const cacheSyncPoll = 5 * time.Millisecond
+
+// waitSynced waits until every informer has synced; false when ctx ended
+// first.
+func waitSynced(ctx context.Context, synced ...cache.InformerSynced) bool {
+	t := time.NewTicker(cacheSyncPoll)
+	defer t.Stop()
+	for {
+		if !slices.ContainsFunc(synced, func(s cache.InformerSynced) bool { return !s() }) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
 		}
 	}
-	return nil
+}
+
+// enqueueRecords enqueues every live record: re-adoption after a restart,
+// and the safety net for records whose VMI vanished. It reads no record:
+// the tombstones a node keeps for a day cost nothing here.
+func (a *Agent) enqueueRecords() {
+	for _, uid := range a.deps.Store.LiveUIDs() {
+		a.enqueue(uid)
+	}
 }
 
 // resyncLoop periodically enqueues every VMI and record and prunes old
@@ -248,9 +275,7 @@ func (a *Agent) resyncLoop(ctx context.Context) {
 		for _, obj := range append(a.vmis.GetStore().List(), a.incoming.GetStore().List()...) {
 			a.enqueueVMI(obj)
 		}
-		if err := a.enqueueRecords(ctx); err != nil {
-			a.log.Error("resync", "err", err)
-		}
+		a.enqueueRecords()
 		if gone, err := a.deps.Store.Prune(ctx, a.now()); err != nil {
 			a.log.Error("prune records", "err", err)
 		} else if len(gone) > 0 {
@@ -293,6 +318,7 @@ func (a *Agent) connectedDomains() int {
 // migration channel.
 func (a *Agent) dropDomain(uid string) {
 	a.closeProxy(uid)
+	a.deps.Pods.Unwatch(uid)
 	a.mu.Lock()
 	d := a.domains[uid]
 	delete(a.domains, uid)

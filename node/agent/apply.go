@@ -130,15 +130,17 @@ func (a *Agent) allocateNetwork(ctx context.Context, o *Observation) error {
 	}, a.event("NetworkAllocated", fmt.Sprintf("%d interface(s)", len(ifs))))
 }
 
-// ensureNetwork builds the network in the pod netns (found through the
-// launcher's pid, or QEMU's) and (re)starts the DHCP servers.
+// ensureNetwork builds the network in the pod netns (found through QEMU's
+// pid, or before QEMU runs the launcher's) and (re)starts the DHCP
+// servers. A running QEMU spares a call to its launcher: after an agent
+// restart every VM's network is ensured at once.
 func (a *Agent) ensureNetwork(ctx context.Context, o *Observation) error {
-	pid, err := a.deps.Launcher.PID(ctx, o.Record.Sockets.Launcher)
-	if err != nil {
-		if !a.deps.Processes.Alive(o.Record.Process) {
+	pid := o.Record.Process.PID
+	if !a.deps.Processes.Alive(o.Record.Process) {
+		var err error
+		if pid, err = a.deps.Launcher.PID(ctx, o.Record.Sockets.Launcher); err != nil {
 			return fmt.Errorf("find the pod netns: %w", err)
 		}
-		pid = o.Record.Process.PID
 	}
 	ps, err := plans(o.VMI, o.Record, pid)
 	if err != nil {

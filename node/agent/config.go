@@ -15,7 +15,10 @@ type Config struct {
 	KubeletRoot string
 	// AllowEmulation lets VMs run under TCG when KVM is unusable.
 	AllowEmulation bool
-	// Workers is the number of VMIs synced in parallel.
+	// Workers is the number of VMIs synced in parallel. A sync mostly
+	// waits (launcher, QMP, netlink, API server), so there are many: a
+	// burst of new VMIs or a restart's re-adoption of every VM must not
+	// queue behind a few slow syncs.
 	Workers int
 	// Resync is the period of the safety-net resync of every VMI and
 	// record.
@@ -37,7 +40,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		KubeletRoot: "/var/lib/kubelet",
-		Workers:     4,
+		Workers:     16,
 		Resync:      30 * time.Second,
 		CallTimeout: 10 * time.Second,
 		// Below the node API's softreboot bound (55 s) and the

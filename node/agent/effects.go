@@ -116,6 +116,21 @@ type Migrator interface {
 	QueryKVM(ctx context.Context) (qmp.KVMInfo, error)
 }
 
+// PodWatcher reports files created in pods' sockets directories (the
+// launcher's socket, QEMU's running and exit files), so that a VMI is
+// synced as soon as its launcher or QEMU changes state rather than at the
+// next poll.
+type PodWatcher interface {
+	// Watch reports the files created in dir as events of uid; another
+	// dir for the same uid replaces the old one.
+	Watch(uid, dir string) error
+	// Unwatch stops the events of uid.
+	Unwatch(uid string)
+	// Events carries the UIDs with news until Close.
+	Events() <-chan string
+	Close() error
+}
+
 // MigrationChannel opens the source end of the agents' migration channel
 // for one migration: a unix socket at path (in the pod's sockets dir) that
 // QEMU migrates to, forwarded over mutual TLS (node/migration). Closing it

@@ -38,4 +38,7 @@ func (a *Agent) SetCacheForTest(objs ...runtime.Object) error {
 func (a *Agent) SetClockForTest(now func() time.Time) { a.now = now }
 
 // CloseForTest closes every domain's connections and watchers.
-func (a *Agent) CloseForTest() { a.closeDomains() }
+func (a *Agent) CloseForTest() {
+	a.closeDomains()
+	_ = a.deps.Pods.Close()
+}

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/cluster/certrotation/certrotationtest"
@@ -77,8 +78,10 @@ func newHarness(t *testing.T) *harness {
 	testenv.RequireFiles(t, "guest-images", filepath.Join(guest, "vmlinux"), filepath.Join(guest, "initrd.img"))
 	env := apiserver.Start(t)
 	h := &harness{t: t, ctx: context.Background(), env: env, guest: guest, ns: "vms"}
-	h.virt = versioned.NewForConfigOrDie(env.Config)
-	h.kube = kubernetes.NewForConfigOrDie(env.Config)
+	rc := rest.CopyConfig(env.Config)
+	rc.QPS, rc.Burst = 500, 1000 // client-go's 5/s would pace the scale tests
+	h.virt = versioned.NewForConfigOrDie(rc)
+	h.kube = kubernetes.NewForConfigOrDie(rc)
 	dir := t.TempDir()
 	if os.Getenv("NODEVIRT_AGENT_TEST_KEEP") != "" {
 		// Debugging: keep logs and the store after the test.
@@ -176,6 +179,15 @@ type vm struct {
 // a NIC), and the launcher process started in it.
 func (h *harness) createVM(t *testing.T, name string, o vmOpts) *vm {
 	t.Helper()
+	v := h.prepareVM(t, name, o)
+	v.schedule(t)
+	return v
+}
+
+// prepareVM is createVM up to the launcher running, with the VMI not
+// scheduled yet (phase unset: the agent leaves it alone).
+func (h *harness) prepareVM(t *testing.T, name string, o vmOpts) *vm {
+	t.Helper()
 	vmi := testVMI(h.ns, name, o)
 	var err error
 	vmi, err = h.virt.KubevirtV1().VirtualMachineInstances(h.ns).Create(h.ctx, vmi, metav1.CreateOptions{})
@@ -207,19 +219,7 @@ func (h *harness) createVM(t *testing.T, name string, o vmOpts) *vm {
 	}
 	v.startLauncher(t)
 	v.serial = watchSerial(t, v.pod.Socket(podfs.SerialSocket))
-
-	vmi.Status = v1.VirtualMachineInstanceStatus{
-		Phase:    v1.Scheduled,
-		NodeName: testNode,
-		PhaseTransitionTimestamps: []v1.VirtualMachineInstancePhaseTransitionTimestamp{
-			{Phase: v1.Scheduled, PhaseTransitionTimestamp: metav1.Now()},
-		},
-	}
-	v.vmi, err = h.virt.KubevirtV1().VirtualMachineInstances(h.ns).UpdateStatus(h.ctx, vmi, metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatalf("VMI %s to Scheduled: %v", name, err)
-	}
-	v.created = time.Now()
+	v.vmi = vmi
 	return v
 }
 

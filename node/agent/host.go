@@ -12,6 +12,7 @@ import (
 	"github.com/nodevirt/nodevirt/netsetup"
 	"github.com/nodevirt/nodevirt/node/launcher"
 	"github.com/nodevirt/nodevirt/node/launchspec"
+	"github.com/nodevirt/nodevirt/node/podfs"
 	"github.com/nodevirt/nodevirt/node/unixsock"
 	"github.com/nodevirt/nodevirt/qmp"
 	"github.com/nodevirt/nodevirt/store"
@@ -203,6 +204,9 @@ func (d Deps) withHostDefaults() Deps {
 	}
 	if d.Processes == nil {
 		d.Processes = HostProcesses{}
+	}
+	if d.Pods == nil {
+		d.Pods = NewHostPodWatcher(podfs.LauncherSocket, podfs.RunningFile, podfs.ExitFile)
 	}
 	return d
 }

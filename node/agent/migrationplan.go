@@ -146,7 +146,7 @@ func planTarget(o *Observation) Plan {
 		if o.Launcher.State == LauncherUnreachable && o.Record.Process.PID != 0 && !o.Runtime.QEMUAlive {
 			return planOrphan(o) // the target QEMU is gone: the incoming migration failed
 		}
-		return Plan{Requeue: pollStarting}
+		return Plan{Requeue: o.startingPoll()}
 	case launcher.StateRunning:
 		var p Plan
 		if o.wantsNetwork() && !o.Runtime.NetworkReady {

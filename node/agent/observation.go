@@ -58,7 +58,10 @@ type Observation struct {
 	// NeedsCloudInit: the VMI has a cloudInitNoCloud volume whose ISO is
 	// not written yet.
 	NeedsCloudInit bool
-	Now            time.Time
+	// PodWatched: the pod's sockets directory is watched (Deps.Pods), so
+	// the launcher coming up and QEMU running or exiting wake a sync.
+	PodWatched bool
+	Now        time.Time
 }
 
 // deleting reports whether the VMI is being deleted.

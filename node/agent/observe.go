@@ -44,6 +44,12 @@ func (a *Agent) observe(ctx context.Context, uid string) (*Observation, error) {
 		return o, nil
 	}
 	if pod, ok := a.podDir(o); ok {
+		// Watched before the launcher is asked, so no change after the
+		// answer goes unnoticed. A pod without a VMI or live record has
+		// nothing left to wake.
+		if o.VMI != nil || o.liveRecord() {
+			o.PodWatched = a.deps.Pods.Watch(uid, pod.SocketsDir()) == nil
+		}
 		o.Launcher = a.observeLauncher(ctx, pod)
 		if o.VMI != nil {
 			o.NeedsCloudInit = needsCloudInit(o.VMI, pod)

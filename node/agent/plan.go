@@ -59,8 +59,22 @@ type Plan struct {
 // Poll intervals for states that have no event to wake the agent.
 const (
 	pollStarting = 100 * time.Millisecond // launcher not up yet, QEMU starting
-	pollStopping = time.Second            // waiting for a guest to power off
+	// pollWatched replaces pollStarting while the pod's sockets directory
+	// is watched (Observation.PodWatched): the launcher's socket and
+	// QEMU's running and exit files wake the agent, the poll is only the
+	// safety net.
+	pollWatched  = time.Second
+	pollStopping = time.Second // waiting for a guest to power off
 )
+
+// startingPoll is when to look again at a launcher that is not up yet or
+// a QEMU that is starting.
+func (o *Observation) startingPoll() time.Duration {
+	if o.PodWatched {
+		return pollWatched
+	}
+	return pollStarting
+}
 
 // plan decides what to do for o. It is pure.
 func plan(o *Observation) Plan {
@@ -159,15 +173,15 @@ func planRun(o *Observation) Plan {
 			// It ran and is gone, with its launcher: lost.
 			return Plan{Actions: releaseIfLive(o), PatchStatus: true}
 		}
-		return Plan{Requeue: pollStarting}
+		return Plan{Requeue: o.startingPoll()}
 	case launcher.StateWaiting:
 		return planStart(o)
 	case launcher.StatePreparing:
-		return Plan{Requeue: pollStarting}
+		return Plan{Requeue: o.startingPoll()}
 	case launcher.StateRunning:
 		if o.Record.Process.PID != 0 && !o.Runtime.QEMUAlive && !o.Runtime.QMPConnected {
 			// QEMU died; its launcher reports the exit in a moment.
-			return Plan{Requeue: pollStarting}
+			return Plan{Requeue: o.startingPoll()}
 		}
 		var p Plan
 		if o.wantsNetwork() && !o.Runtime.NetworkReady {
@@ -206,7 +220,7 @@ func planStart(o *Observation) Plan {
 		p.Actions = append(p.Actions, ActWriteCloudInit)
 	}
 	p.Actions = append(p.Actions, ActLaunch)
-	p.Requeue = pollStarting
+	p.Requeue = o.startingPoll()
 	return p
 }
 

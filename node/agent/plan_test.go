@@ -42,6 +42,10 @@ func withRecord(o *Observation) {
 	o.Record = &store.Record{UID: "u1", PodUID: "p1"}
 }
 
+// watched: the pod's sockets directory is watched (the launcher and QEMU
+// wake the sync).
+func watched(o *Observation) { o.PodWatched = true }
+
 func withQEMU(o *Observation) {
 	withRecord(o)
 	o.Record.Process = store.Process{PID: 42, StartTime: 7}
@@ -96,6 +100,10 @@ func TestPlan(t *testing.T) {
 		o:    obs(v1.Scheduled, withRecord),
 		want: Plan{Requeue: pollStarting},
 	}, {
+		name: "LauncherNotUpYetWatched",
+		o:    obs(v1.Scheduled, withRecord, watched),
+		want: Plan{Requeue: pollWatched},
+	}, {
 		name: "LaunchWithoutNetwork",
 		o:    obs(v1.Scheduled, withRecord, withLauncher(launcher.StateWaiting)),
 		want: Plan{Actions: []ActionKind{ActLaunch}, Requeue: pollStarting},
@@ -109,6 +117,14 @@ func TestPlan(t *testing.T) {
 			o.NeedsCloudInit = true
 		}),
 		want: Plan{Actions: []ActionKind{ActWriteCloudInit, ActLaunch}, Requeue: pollStarting},
+	}, {
+		name: "QEMUStartingWatched",
+		o:    obs(v1.Scheduled, withRecord, watched, withLauncher(launcher.StatePreparing)),
+		want: Plan{Requeue: pollWatched},
+	}, {
+		name: "LaunchWatched",
+		o:    obs(v1.Scheduled, withRecord, watched, withLauncher(launcher.StateWaiting)),
+		want: Plan{Actions: []ActionKind{ActLaunch}, Requeue: pollWatched},
 	}, {
 		name: "RunningAttaches",
 		o:    obs(v1.Scheduled, withRecord, withLauncher(launcher.StateRunning)),

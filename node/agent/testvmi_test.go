@@ -1,6 +1,10 @@
 package agent_test
 
 import (
+	"fmt"
+	"testing"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -8,8 +12,9 @@ import (
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 )
 
-// The harness's test objects: the VMI a test asks for (vmOpts) and the
-// launcher pod the harness creates for it.
+// The harness's test objects: the VMI a test asks for (vmOpts), the
+// launcher pod the harness creates for it, and the VMI's move to
+// Scheduled.
 
 // vmOpts shape a test VMI.
 type vmOpts struct {
@@ -92,4 +97,31 @@ func testPod(vmi *v1.VirtualMachineInstance) *corev1.Pod {
 			Containers:    []corev1.Container{{Name: "compute", Image: "nodevirt/nodevirt-launcher:test"}},
 		},
 	}
+}
+
+// schedule moves the VMI to Scheduled, as the controller does once its
+// pod runs.
+func (v *vm) schedule(t *testing.T) {
+	t.Helper()
+	if err := v.setScheduled(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setScheduled is schedule for any goroutine.
+func (v *vm) setScheduled() error {
+	vmi := v.vmi.DeepCopy()
+	vmi.Status = v1.VirtualMachineInstanceStatus{
+		Phase:    v1.Scheduled,
+		NodeName: testNode,
+		PhaseTransitionTimestamps: []v1.VirtualMachineInstancePhaseTransitionTimestamp{
+			{Phase: v1.Scheduled, PhaseTransitionTimestamp: metav1.Now()},
+		},
+	}
+	up, err := v.h.virt.KubevirtV1().VirtualMachineInstances(v.h.ns).UpdateStatus(v.h.ctx, vmi, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("VMI %s to Scheduled: %w", v.name, err)
+	}
+	v.vmi, v.created = up, time.Now()
+	return nil
 }

@@ -36,6 +36,9 @@ type Domains interface {
 type Records interface {
 	Get(ctx context.Context, uid string) (store.Record, error)
 	List(ctx context.Context) ([]store.Record, error)
+	// ByName returns the records of the VMI namespace/name, tombstones
+	// included; it must not cost more with more records on the node.
+	ByName(ctx context.Context, namespace, name string) ([]store.Record, error)
 	Timeline(ctx context.Context, uid string) ([]store.Event, error)
 }
 

@@ -22,16 +22,13 @@ func Resolve(ctx context.Context, recs Records, ref string) (store.Record, error
 		}
 		return r, err
 	}
-	all, err := recs.List(ctx)
+	all, err := recs.ByName(ctx, ns, name)
 	if err != nil {
 		return store.Record{}, err
 	}
 	var best *store.Record
 	for i := range all {
 		r := &all[i]
-		if r.Namespace != ns || r.Name != name {
-			continue
-		}
 		if best == nil || better(r, best) {
 			best = r
 		}

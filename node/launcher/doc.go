@@ -9,7 +9,9 @@
 // Server runs in `nodevirt-launcher run`: it waits for a spec, prepares the
 // disks the spec lists (containerDisk overlays through
 // /proc/<holder pid>/root, emptyDisk images), starts QEMU as its child,
-// and when QEMU exits writes sockets/qemu-exit.json (an Exit), answers for
+// writes sockets/qemu-running.json (its Status) once QEMU runs (the agent
+// watches the directory instead of polling), and when QEMU exits writes
+// sockets/qemu-exit.json (an Exit), answers for
 // a little longer and returns, so the binary exits with QEMU's outcome:
 // 0 after a guest shutdown or after the guest migrated away (an outgoing
 // live migration completed, leaving QEMU in postmigrate, before QEMU

@@ -63,7 +63,9 @@ func (s *Server) launch(spec launchspec.Spec) {
 	s.status.State = StateRunning
 	s.status.QEMUPid = p.cmd.Process.Pid
 	s.status.StartedAt = &now
+	st := s.status
 	s.mu.Unlock()
+	s.writeState(launchspec.RunningFile, st)
 	s.log.Info("QEMU running", "pid", p.cmd.Process.Pid, "prepare", now.Sub(start))
 	cancel()
 	s.supervise(p, spec)
@@ -250,15 +252,19 @@ drain:
 }
 
 // writeExit writes sockets/qemu-exit.json atomically.
-func (s *Server) writeExit(e *Exit) {
-	path := filepath.Join(s.cfg.SocketsDir, launchspec.ExitFile)
-	b, _ := json.Marshal(e)
+func (s *Server) writeExit(e *Exit) { s.writeState(launchspec.ExitFile, e) }
+
+// writeState writes v as JSON to the file name in the sockets dir, whole
+// (through a rename): the agent watches the directory for it.
+func (s *Server) writeState(name string, v any) {
+	path := filepath.Join(s.cfg.SocketsDir, name)
+	b, _ := json.Marshal(v)
 	tmp := path + ".tmp"
 	err := os.WriteFile(tmp, append(b, '\n'), 0o644)
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
-		s.log.Error("write exit file", "path", path, "err", errors.Join(err, os.Remove(tmp)))
+		s.log.Error("write state file", "path", path, "err", errors.Join(err, os.Remove(tmp)))
 	}
 }

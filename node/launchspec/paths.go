@@ -26,6 +26,9 @@ const (
 	SerialLog      = "serial.log" // everything the guest wrote to its serial console
 	VNCSocket      = "vnc.sock"
 	ExitFile       = "qemu-exit.json"
+	// RunningFile is written (a Status) when QEMU runs, so that the agent
+	// learns it from a file event instead of polling the launcher.
+	RunningFile = "qemu-running.json"
 )
 
 // Paths are the directories of a launcher pod. Inside the pod they are the
@@ -56,7 +59,7 @@ func DefaultPaths() Paths {
 }
 
 // Socket returns the path of a file in the sockets directory (one of the
-// *Socket constants or ExitFile).
+// *Socket constants, ExitFile or RunningFile).
 func (p Paths) Socket(name string) string { return filepath.Join(p.Sockets, name) }
 
 // HolderPIDFile is where the containerDisk holder of volume writes its pid.

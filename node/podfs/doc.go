@@ -3,7 +3,7 @@
 //
 //	<kubeletRoot>/pods/<podUID>/volumes/
 //	├── kubernetes.io~empty-dir/
-//	│   ├── sockets/            launcher.sock qmp.sock qga.sock serial.sock vnc.sock qemu-exit.json
+//	│   ├── sockets/            launcher.sock qmp.sock qga.sock serial.sock vnc.sock qemu-running.json qemu-exit.json
 //	│   └── private/            kernel/ overlays/ empty/ cloudinit/<volume>.iso
 //	└── kubernetes.io~secret/
 //	    └── <volume>-secret/    cloud-init secretRef data

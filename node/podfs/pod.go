@@ -21,6 +21,7 @@ const (
 	SerialSocket   = "serial.sock"
 	VNCSocket      = "vnc.sock"
 	ExitFile       = "qemu-exit.json"
+	RunningFile    = "qemu-running.json"
 )
 
 // Pod is one launcher pod's directory under the kubelet root.

@@ -1,0 +1,173 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/hack/testenv"
+	"github.com/nodevirt/nodevirt/store"
+)
+
+// TestPause_Latency measures pause and unpause at the node API (the
+// agent's unix socket, real agent process, bbolt file and QEMU under TCG)
+// on one running VM, first with its record alone in the store, then with
+// 100 and 1000 more records (tombstones cloned from it, with full
+// timelines), as a node holds after VMs come and go. It reports; it does not assert
+// timings. It runs only with NODEVIRT_BENCH=1 (make bench-pause).
+func TestPause_Latency(t *testing.T) {
+	if os.Getenv("NODEVIRT_BENCH") != "1" {
+		t.Skip("a measurement: set NODEVIRT_BENCH=1 (make bench-pause)")
+	}
+	h := newHarness(t)
+	h.startAgent(t)
+	v := h.createVM(t, "pause", vmOpts{})
+	v.waitPhase(t, v1.Running, 90*time.Second)
+	v.waitSerial(t, "NODEVIRT-GUEST-READY", 90*time.Second)
+	c := h.apiHTTP()
+
+	measurePause(t, v, c, "1 record", nil)
+	measurePause(t, v, c, "1 record, settled", watchPaused(t, v))
+	seeded := 0
+	for _, n := range []int{100, 1000} {
+		h.stopAgent()
+		seedTombstones(t, h.db, string(v.vmi.UID), seeded, n)
+		seeded = n
+		h.startAgent(t)
+		testenv.Eventually(t, 30*time.Second, "the restarted agent serves pause", func() bool {
+			code, _ := v.callWith(c, http.MethodPut, "unpause")
+			return code == http.StatusOK
+		})
+		measurePause(t, v, c, fmt.Sprintf("%d records", n+1), nil)
+		measurePause(t, v, c, fmt.Sprintf("%d records, settled", n+1), watchPaused(t, v))
+	}
+	testenv.Eventually(t, 10*time.Second, "Ready=True after the benchmark", func() bool {
+		return conditionIs(v.get(), v1.VirtualMachineInstanceReady, corev1.ConditionTrue)
+	})
+}
+
+// measurePause runs 200 pause/unpause cycles and logs p50 and p99 of
+// each. Back to back when paused is nil; else settled, as e2e/bench does:
+// each call waits until paused says the VMI's Paused condition followed.
+func measurePause(t *testing.T, v *vm, c *http.Client, what string, paused <-chan bool) {
+	t.Helper()
+	const n = 200
+	var pause, unpause []time.Duration
+	for range n {
+		for _, step := range []struct {
+			action string
+			on     bool
+			d      *[]time.Duration
+		}{{"pause", true, &pause}, {"unpause", false, &unpause}} {
+			start := time.Now()
+			if code, body := v.callWith(c, http.MethodPut, step.action); code != http.StatusOK {
+				t.Fatalf("%s: %d %s", step.action, code, body)
+			}
+			*step.d = append(*step.d, time.Since(start))
+			if paused != nil {
+				waitPaused(t, paused, step.on)
+			}
+		}
+	}
+	t.Logf("%s: pause p50 %v p99 %v; unpause p50 %v p99 %v (%d cycles)", what,
+		pct(pause, 50), pct(pause, 99), pct(unpause, 50), pct(unpause, 99), n)
+}
+
+// callWith sends method to the VM's public route sub with c.
+func (v *vm) callWith(c *http.Client, method, sub string) (int, string) {
+	req, err := http.NewRequest(method, "http://agent"+v.vmiPath(sub), nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	var b [512]byte
+	k, _ := resp.Body.Read(b[:])
+	return resp.StatusCode, string(b[:k])
+}
+
+// seedTombstones adds tombstones from..n-1 to the store file at path, each
+// a copy of the record uid (same namespace, other names) with a full
+// timeline.
+func seedTombstones(t *testing.T, path, uid string, from, n int) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rec, err := db.Get(ctx, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := from; i < n; i++ {
+		r := rec
+		r.UID, r.Name, r.Gone = fmt.Sprintf("seed-%03d", i), fmt.Sprintf("gone-%03d", i), time.Now()
+		evs := make([]store.Event, store.DefaultTimelineLimit)
+		for j := range evs {
+			evs[j] = store.Event{Time: time.Now(), Reason: "Seeded", Message: "a past VM's timeline"}
+		}
+		if err := db.Put(ctx, r, evs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("seeded %d tombstones of %d bytes of launch spec each", n-from, len(rec.Spec))
+}
+
+// watchPaused watches the VMI of v until the test ends and sends whether
+// its Paused condition is true on every change of the VMI.
+func watchPaused(t *testing.T, v *vm) <-chan bool {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := v.h.virt.KubevirtV1().VirtualMachineInstances(v.h.ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", v.name).String(),
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	ch := make(chan bool, 16)
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); w.Stop(); <-done })
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if vmi, ok := ev.Object.(*v1.VirtualMachineInstance); ok {
+				select {
+				case ch <- conditionIs(vmi, v1.VirtualMachineInstancePaused, corev1.ConditionTrue):
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return ch
+}
+
+// waitPaused waits until paused reports on.
+func waitPaused(t *testing.T, paused <-chan bool, on bool) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case p := <-paused:
+			if p == on {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("Paused condition not %v after 10s", on)
+		}
+	}
+}

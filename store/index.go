@@ -1,0 +1,149 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// index is the in-memory name index: for every record its namespace, name
+// and Gone time, so that a lookup by name (every node API request) and
+// Prune's search for old tombstones do not decode every record of a store
+// that holds hundreds of tombstones.
+//
+// It is a hint, never the answer: callers read the records it names in a
+// transaction and skip what they do not find. It is built by Open from the
+// file and changed by write transactions before they commit, under bbolt's
+// writer lock, so changes are applied in commit order; a commit that fails
+// after its changes were applied makes the DB rebuild the index from the
+// file. A reader may therefore briefly see a UID whose record is not
+// committed yet (skipped) and never misses a committed one.
+type index struct {
+	mu     sync.RWMutex
+	byUID  map[string]indexEntry
+	byName map[nameKey]map[string]struct{}
+}
+
+// nameKey is a VMI's namespace and name.
+type nameKey struct{ namespace, name string }
+
+// indexEntry is what the index keeps of one record.
+type indexEntry struct {
+	key  nameKey
+	gone time.Time
+}
+
+// indexed is the part of a stored record the index decodes.
+type indexed struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	Gone      time.Time `json:"gone"`
+}
+
+// buildIndex reads the namespace, name and Gone time of every record of
+// records.
+func buildIndex(records *bolt.Bucket) (*index, error) {
+	ix := &index{byUID: map[string]indexEntry{}, byName: map[nameKey]map[string]struct{}{}}
+	err := records.ForEach(func(k, v []byte) error {
+		var r indexed
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("index record %q: %w", k, err)
+		}
+		ix.set(string(k), indexEntry{key: nameKey{r.Namespace, r.Name}, gone: r.Gone})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ix, nil
+}
+
+// put indexes the record r as written.
+func (ix *index) put(r *Record) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.set(r.UID, indexEntry{key: nameKey{r.Namespace, r.Name}, gone: r.Gone})
+}
+
+// set indexes uid under e; ix.mu is held (or ix is not shared yet).
+func (ix *index) set(uid string, e indexEntry) {
+	if old, ok := ix.byUID[uid]; ok && old.key != e.key {
+		ix.unname(uid, old.key)
+	}
+	ix.byUID[uid] = e
+	uids := ix.byName[e.key]
+	if uids == nil {
+		uids = map[string]struct{}{}
+		ix.byName[e.key] = uids
+	}
+	uids[uid] = struct{}{}
+}
+
+// remove forgets uid.
+func (ix *index) remove(uid string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if e, ok := ix.byUID[uid]; ok {
+		delete(ix.byUID, uid)
+		ix.unname(uid, e.key)
+	}
+}
+
+func (ix *index) unname(uid string, key nameKey) {
+	delete(ix.byName[key], uid)
+	if len(ix.byName[key]) == 0 {
+		delete(ix.byName, key)
+	}
+}
+
+// named returns the UIDs indexed under namespace/name, sorted.
+func (ix *index) named(namespace, name string) []string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	uids := make([]string, 0, len(ix.byName[nameKey{namespace, name}]))
+	for uid := range ix.byName[nameKey{namespace, name}] {
+		uids = append(uids, uid)
+	}
+	slices.Sort(uids)
+	return uids
+}
+
+// live returns the UIDs of the records that are not tombstones, sorted.
+func (ix *index) live() []string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	var uids []string
+	for uid, e := range ix.byUID {
+		if e.gone.IsZero() {
+			uids = append(uids, uid)
+		}
+	}
+	slices.Sort(uids)
+	return uids
+}
+
+// goneBy returns the UIDs of the tombstones gone at or before cutoff,
+// sorted.
+func (ix *index) goneBy(cutoff time.Time) []string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	var uids []string
+	for uid, e := range ix.byUID {
+		if !e.gone.IsZero() && !e.gone.After(cutoff) {
+			uids = append(uids, uid)
+		}
+	}
+	slices.Sort(uids)
+	return uids
+}
+
+// replace makes ix hold what other holds.
+func (ix *index) replace(other *index) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.byUID, ix.byName = other.byUID, other.byName
+}
