@@ -22,6 +22,15 @@
 // status.phaseTransitionTimestamps and observed by the histogram
 // kubevirt_vmi_phase_transition_time_from_creation_seconds{phase}.
 //
+// # Pod shape
+//
+// A launcher pod is one container with the containerDisk and kernelBoot
+// images as Kubernetes image volumes (ShapeImageVolumes), or the fallback
+// of init and holder containers (ShapeContainers). Shapes chooses per pod
+// from the configured ShapeMode, the API server's answer to
+// ProbeImageVolumes (asked once per leadership) and the VM nodes' runtime
+// and kubelet versions (ChooseShape, pure).
+//
 // # Deletion
 //
 // The finalizer kubevirt.io/foregroundDeleteVirtualMachine is added at first
