@@ -1,35 +1,28 @@
 package agent
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
+	"path/filepath"
 	"slices"
 	"sync"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/fsnotify/fsnotify"
 )
 
-// HostPodWatcher is the host PodWatcher: one inotify instance for the
-// sockets directories of every pod, reporting the creation (or rename into
-// place) of the files named at construction. The instance and its reader
-// goroutine start with the first Watch; Close ends them.
+// HostPodWatcher is the host PodWatcher: one fsnotify (inotify) watcher for
+// the sockets directories of every pod, reporting the creation (or rename
+// into place) of the files named at construction. The watcher and its
+// reader goroutine start with the first Watch; Close ends them.
 type HostPodWatcher struct {
 	names  []string
 	events chan string
 
 	mu     sync.Mutex
-	f      *os.File // the inotify instance, nil until the first Watch
-	byUID  map[string]podWatch
-	byWD   map[int32]string
+	w      *fsnotify.Watcher // nil until the first Watch
+	byUID  map[string]string // uid → watched directory
+	byDir  map[string]string // watched directory → uid
 	closed bool
-}
-
-type podWatch struct {
-	wd  int32
-	dir string
 }
 
 // podEventBuffer bounds the UIDs waiting for the agent; beyond it events
@@ -44,8 +37,8 @@ func NewHostPodWatcher(names ...string) *HostPodWatcher {
 	return &HostPodWatcher{
 		names:  names,
 		events: make(chan string, podEventBuffer),
-		byUID:  map[string]podWatch{},
-		byWD:   map[int32]string{},
+		byUID:  map[string]string{},
+		byDir:  map[string]string{},
 	}
 }
 
@@ -56,31 +49,28 @@ func (w *HostPodWatcher) Events() <-chan string { return w.events }
 // Watch reports the files created in dir as events of uid. Watching the
 // same dir again is free; another dir replaces the old one.
 func (w *HostPodWatcher) Watch(uid, dir string) error {
+	dir = filepath.Clean(dir) // as fsnotify names its events
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return errWatcherClosed
 	}
-	if cur, ok := w.byUID[uid]; ok && cur.dir == dir {
+	if w.byUID[uid] == dir {
 		return nil
 	}
-	if err := w.startLocked(); err != nil {
-		return err
+	if w.w == nil {
+		fw, err := fsnotify.NewWatcher()
+		if err != nil {
+			return fmt.Errorf("inotify: %w", err)
+		}
+		w.w = fw
+		go w.read(fw)
 	}
-	var wd int
-	err := w.control(func(fd int) error {
-		var err error
-		wd, err = unix.InotifyAddWatch(fd, dir, unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_ONLYDIR)
-		return err
-	})
-	if err != nil {
+	if err := w.w.Add(dir); err != nil {
 		return fmt.Errorf("watch %s: %w", dir, err)
 	}
-	if cur, ok := w.byUID[uid]; ok && cur.wd != int32(wd) {
-		w.removeLocked(uid, cur)
-	}
-	w.byUID[uid] = podWatch{wd: int32(wd), dir: dir}
-	w.byWD[int32(wd)] = uid
+	w.forgetLocked(uid)
+	w.byUID[uid], w.byDir[dir] = dir, uid
 	return nil
 }
 
@@ -88,13 +78,12 @@ func (w *HostPodWatcher) Watch(uid, dir string) error {
 func (w *HostPodWatcher) Unwatch(uid string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if cur, ok := w.byUID[uid]; ok && !w.closed {
-		w.removeLocked(uid, cur)
+	if !w.closed {
+		w.forgetLocked(uid)
 	}
 }
 
-// Close ends the inotify instance; Events is closed once its reader is
-// done.
+// Close ends the watcher; Events is closed once its reader is done.
 func (w *HostPodWatcher) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -102,81 +91,54 @@ func (w *HostPodWatcher) Close() error {
 		return nil
 	}
 	w.closed = true
-	if w.f == nil {
+	if w.w == nil {
 		close(w.events)
 		return nil
 	}
-	return w.f.Close() // the reader closes events
+	return w.w.Close() // the reader closes events
 }
 
-// startLocked creates the inotify instance and its reader.
-func (w *HostPodWatcher) startLocked() error {
-	if w.f != nil {
-		return nil
+// forgetLocked removes uid's watch, if any; w.mu is held.
+func (w *HostPodWatcher) forgetLocked(uid string) {
+	dir, ok := w.byUID[uid]
+	if !ok {
+		return
 	}
-	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("inotify: %w", err)
-	}
-	// Non-blocking: reads park in the runtime poller and Close ends them.
-	w.f = os.NewFile(uintptr(fd), "inotify")
-	go w.read(w.f)
-	return nil
-}
-
-// control runs fn on the instance's descriptor.
-func (w *HostPodWatcher) control(fn func(fd int) error) error {
-	rc, err := w.f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
-		return err
-	}
-	return ferr
-}
-
-func (w *HostPodWatcher) removeLocked(uid string, cur podWatch) {
 	delete(w.byUID, uid)
-	delete(w.byWD, cur.wd)
-	_ = w.control(func(fd int) error {
-		_, err := unix.InotifyRmWatch(fd, uint32(cur.wd))
-		return err
-	})
+	delete(w.byDir, dir)
+	_ = w.w.Remove(dir) // fails when the directory is gone: its watch is gone too
 }
 
-// read turns inotify events into UIDs until the instance is closed.
-func (w *HostPodWatcher) read(f *os.File) {
+// read turns fsnotify events into UIDs until the watcher is closed.
+func (w *HostPodWatcher) read(fw *fsnotify.Watcher) {
 	defer close(w.events)
-	buf := make([]byte, 64*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
 	for {
-		n, err := f.Read(buf)
-		if err != nil {
-			return // closed
-		}
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			name := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
-			off += unix.SizeofInotifyEvent + int(ev.Len)
-			w.deliver(ev.Wd, ev.Mask, string(bytes.TrimRight(name, "\x00")))
+		select {
+		case ev, ok := <-fw.Events:
+			if !ok {
+				return // closed
+			}
+			w.deliver(ev)
+		case _, ok := <-fw.Errors:
+			if !ok {
+				return
+			}
+			// A queue overflow loses events: the safety-net poll covers it.
 		}
 	}
 }
 
-// deliver reports uid of wd when name is one of the watched files; a
-// watch the kernel dropped (its directory is gone) is forgotten.
-func (w *HostPodWatcher) deliver(wd int32, mask uint32, name string) {
+// deliver reports the uid of the event's directory when a watched file
+// was created; a watched directory that was removed is forgotten.
+func (w *HostPodWatcher) deliver(ev fsnotify.Event) {
 	w.mu.Lock()
-	uid, ok := w.byWD[wd]
-	if ok && mask&unix.IN_IGNORED != 0 {
-		delete(w.byWD, wd)
-		if w.byUID[uid].wd == wd {
-			delete(w.byUID, uid)
-		}
+	if uid, ok := w.byDir[ev.Name]; ok && ev.Has(fsnotify.Remove) {
+		delete(w.byDir, ev.Name)
+		delete(w.byUID, uid)
 	}
+	uid, ok := w.byDir[filepath.Dir(ev.Name)]
 	w.mu.Unlock()
-	if !ok || !slices.Contains(w.names, name) {
+	if !ok || !ev.Has(fsnotify.Create) || !slices.Contains(w.names, filepath.Base(ev.Name)) {
 		return
 	}
 	select {
