@@ -92,11 +92,7 @@ func (c *Controller) finalizer(ctx context.Context, m *v1.VirtualMachineInstance
 }
 
 func (c *Controller) createTargetPod(ctx context.Context, o Observed) error {
-	cfg := c.d.PodConfig
-	if c.d.Shapes != nil {
-		cfg.Shape = c.d.Shapes.Shape()
-	}
-	pod, err := vmi.RenderTargetPod(o.VMI, cfg, vmi.ModesOfPod(o.SourcePod), vmi.TargetOptions{
+	pod, err := vmi.RenderTargetPod(o.VMI, c.d.Shapes.Config(c.d.PodConfig), vmi.ModesOfPod(o.SourcePod), vmi.TargetOptions{
 		MigrationUID: string(o.VMIM.UID), Name: targetPodName(o.VMI.Name, string(o.VMIM.UID)),
 		Source: o.SourcePod, AddedNodeSelector: o.VMIM.Spec.AddedNodeSelector,
 	})

@@ -169,11 +169,7 @@ func (c *Controller) render(vmi *v1.VirtualMachineInstance) (*corev1.Pod, error)
 			modes[claim] = *pvc.Spec.VolumeMode
 		}
 	}
-	cfg := c.d.Config
-	if c.d.Shapes != nil {
-		cfg.Shape = c.d.Shapes.Shape()
-	}
-	return RenderPod(vmi, cfg, modes)
+	return RenderPod(vmi, c.d.Shapes.Config(c.d.Config), modes)
 }
 
 func (c *Controller) apply(ctx context.Context, vmi *v1.VirtualMachineInstance, o Observed, pod *corev1.Pod, res Result) error {

@@ -2,11 +2,11 @@ package vmi
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/version"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
@@ -84,40 +84,22 @@ func ChooseShape(mode ShapeMode, apiKeeps bool, nodes []*corev1.Node) PodShape {
 // volumes (containerd 2.1+, CRI-O 1.31+) and its kubelet enables them by
 // default (1.35+).
 func NodeRunsImageVolumes(info corev1.NodeSystemInfo) bool {
-	kubelet, ok := parseVersion(strings.TrimPrefix(info.KubeletVersion, "v"))
-	if !ok || !atLeast(kubelet, 1, 35) {
+	kubelet, err := version.ParseGeneric(info.KubeletVersion)
+	if err != nil || !kubelet.AtLeast(version.MajorMinor(1, 35)) {
 		return false
 	}
-	runtime, version, _ := strings.Cut(info.ContainerRuntimeVersion, "://")
-	v, ok := parseVersion(strings.TrimPrefix(version, "v"))
-	if !ok {
+	runtime, v, _ := strings.Cut(info.ContainerRuntimeVersion, "://")
+	rv, err := version.ParseGeneric(v)
+	if err != nil {
 		return false
 	}
 	switch runtime {
 	case "containerd":
-		return atLeast(v, 2, 1)
+		return rv.AtLeast(version.MajorMinor(2, 1))
 	case "cri-o":
-		return atLeast(v, 1, 31)
+		return rv.AtLeast(version.MajorMinor(1, 31))
 	}
 	return false
-}
-
-// parseVersion reads the major and minor number of "1.35.0-rc.1+abc".
-func parseVersion(s string) ([2]int, bool) {
-	parts := strings.SplitN(s, ".", 3)
-	if len(parts) < 2 {
-		return [2]int{}, false
-	}
-	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }))
-	if err1 != nil || err2 != nil {
-		return [2]int{}, false
-	}
-	return [2]int{major, minor}, true
-}
-
-func atLeast(v [2]int, major, minor int) bool {
-	return v[0] > major || v[0] == major && v[1] >= minor
 }
 
 // Shapes chooses the shape of each new launcher pod from the configured
@@ -127,6 +109,15 @@ type Shapes struct {
 	// APIKeeps is ProbeImageVolumes' answer at start-up.
 	APIKeeps bool
 	Nodes    corelisters.NodeLister
+}
+
+// Config returns cfg with the shape for a pod rendered now; a nil Shapes
+// keeps cfg.Shape.
+func (s *Shapes) Config(cfg PodConfig) PodConfig {
+	if s != nil {
+		cfg.Shape = s.Shape()
+	}
+	return cfg
 }
 
 // Shape is the shape for a pod rendered now.
