@@ -2,7 +2,8 @@ package v1
 
 // Network is a network a guest interface of the same name connects to.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.pod)",message="a network source must be set: only pod networks are supported"
+// +kubebuilder:validation:XValidation:rule="!has(self.multus)",message="multus needs Multus (NetworkAttachmentDefinitions), which nodevirt does not support: only the pod network is available"
+// +kubebuilder:validation:XValidation:rule="has(self.pod) || has(self.multus)",message="a network source must be set: only pod networks are supported"
 type Network struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
@@ -11,6 +12,9 @@ type Network struct {
 	// Pod is the pod's own network.
 	// +optional
 	Pod *PodNetwork `json:"pod,omitempty"`
+	// Multus is refused: secondary networks need Multus.
+	// +optional
+	Multus *Unsupported `json:"multus,omitempty"`
 }
 
 // PodNetwork connects the guest to the launcher pod's network.

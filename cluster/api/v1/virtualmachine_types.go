@@ -39,6 +39,7 @@ type VirtualMachineList struct {
 // VirtualMachineSpec is the desired state of a VirtualMachine.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.running) && has(self.runStrategy))",fieldPath=".running",message="running and runStrategy are mutually exclusive: set only one"
+// +kubebuilder:validation:XValidation:rule="!has(self.dataVolumeTemplates) || size(self.dataVolumeTemplates) == 0",fieldPath=".dataVolumeTemplates",message="dataVolumeTemplates need CDI (the Containerized Data Importer), which nodevirt does not provide: create the PersistentVolumeClaims and attach them with volumes[].persistentVolumeClaim"
 type VirtualMachineSpec struct {
 	// Running is the legacy form of RunStrategy: true means Always, false
 	// means Halted. Mutually exclusive with RunStrategy.
@@ -52,6 +53,10 @@ type VirtualMachineSpec struct {
 
 	// Template is the VirtualMachineInstance created for this VM.
 	Template *VirtualMachineInstanceTemplateSpec `json:"template"`
+
+	// DataVolumeTemplates are refused: they need CDI.
+	// +optional
+	DataVolumeTemplates []Unsupported `json:"dataVolumeTemplates,omitempty"`
 }
 
 // VirtualMachineInstanceTemplateSpec describes the VMI a VirtualMachine creates.

@@ -7,6 +7,8 @@ import (
 
 // Volume is a named storage source; a disk of the same name attaches it.
 //
+// +kubebuilder:validation:XValidation:rule="!has(self.dataVolume)",message="dataVolume needs CDI (the Containerized Data Importer), which nodevirt does not provide: create a PersistentVolumeClaim and attach it with volumes[].persistentVolumeClaim"
+// +kubebuilder:validation:XValidation:rule="!has(self.hostDisk)",message="hostDisk is not supported: it would give the VM a path on the node; attach a persistentVolumeClaim instead"
 // +kubebuilder:validation:XValidation:rule="(has(self.containerDisk) ? 1 : 0) + (has(self.cloudInitNoCloud) ? 1 : 0) + (has(self.emptyDisk) ? 1 : 0) + (has(self.persistentVolumeClaim) ? 1 : 0) == 1",message="exactly one volume source (containerDisk, cloudInitNoCloud, emptyDisk or persistentVolumeClaim) must be set"
 type Volume struct {
 	// +kubebuilder:validation:MinLength=1
@@ -21,6 +23,12 @@ type Volume struct {
 	EmptyDisk *EmptyDiskSource `json:"emptyDisk,omitempty"`
 	// +optional
 	PersistentVolumeClaim *PersistentVolumeClaimVolumeSource `json:"persistentVolumeClaim,omitempty"`
+	// DataVolume is refused: it needs CDI.
+	// +optional
+	DataVolume *Unsupported `json:"dataVolume,omitempty"`
+	// HostDisk is refused: nodevirt never gives a VM a node path.
+	// +optional
+	HostDisk *Unsupported `json:"hostDisk,omitempty"`
 }
 
 // ContainerDiskSource is a disk image shipped in a container image. The
