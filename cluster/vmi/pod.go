@@ -86,6 +86,9 @@ func RenderPod(vmi *v1.VirtualMachineInstance, cfg PodConfig, modes VolumeModes)
 		nodeSelector[k] = v
 	}
 	nodeSelector[v1.SchedulableLabel] = "true"
+	if dedicatedCPUs(&vmi.Spec) > 0 {
+		nodeSelector[v1.CPUManagerLabel] = "true"
+	}
 	grace := v1.DefaultTerminationGracePeriodSeconds
 	if g := vmi.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = *g
@@ -146,7 +149,7 @@ func initContainers(vmi *v1.VirtualMachineInstance, cfg PodConfig) []corev1.Cont
 		ImagePullPolicy: cfg.LauncherPullPolicy,
 		Command:         []string{launcherBinary, "install", path.Join(BinDir, launcherBinary)},
 		VolumeMounts:    []corev1.VolumeMount{binMount()},
-		Resources:       tinyResources(),
+		Resources:       tinyResources(dedicatedCPUs(&vmi.Spec) > 0),
 		SecurityContext: containerSecurity(),
 	}}
 	kb := kernelBoot(vmi)
@@ -166,7 +169,7 @@ func initContainers(vmi *v1.VirtualMachineInstance, cfg PodConfig) []corev1.Cont
 		ImagePullPolicy: kb.ImagePullPolicy,
 		Command:         args,
 		VolumeMounts:    []corev1.VolumeMount{binMount(), {Name: PrivateVolume, MountPath: PrivateDir}},
-		Resources:       tinyResources(),
+		Resources:       tinyResources(dedicatedCPUs(&vmi.Spec) > 0),
 		SecurityContext: containerSecurity(),
 	})
 }
@@ -206,7 +209,7 @@ func diskContainers(vmi *v1.VirtualMachineInstance) []corev1.Container {
 			Command: []string{path.Join(BinDir, launcherBinary), "hold-disk", "--pid-file",
 				path.Join(SocketsDir, "disks", vol.Name+".pid")},
 			VolumeMounts:    []corev1.VolumeMount{binMount(), {Name: SocketsVolume, MountPath: SocketsDir}},
-			Resources:       tinyResources(),
+			Resources:       tinyResources(dedicatedCPUs(&vmi.Spec) > 0),
 			SecurityContext: containerSecurity(),
 		})
 	}
@@ -320,6 +323,13 @@ func computeResources(spec *v1.VirtualMachineInstanceSpec, emulation bool) corev
 	if _, ok := req[corev1.ResourceCPU]; !ok {
 		req[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(vcpus(spec))*100, resource.DecimalSI)
 	}
+	if n := dedicatedCPUs(spec); n > 0 {
+		// Guaranteed QoS with whole CPUs: the static CPU manager makes them
+		// exclusive to the pod.
+		cpus := *resource.NewQuantity(int64(n), resource.DecimalSI)
+		req[corev1.ResourceCPU], lim[corev1.ResourceCPU] = cpus, cpus.DeepCopy()
+		lim[corev1.ResourceMemory] = req[corev1.ResourceMemory].DeepCopy()
+	}
 	one := resource.MustParse("1")
 	if !emulation {
 		req[ResourceKVM], lim[ResourceKVM] = one, one
@@ -330,11 +340,32 @@ func computeResources(spec *v1.VirtualMachineInstanceSpec, emulation bool) corev
 	return corev1.ResourceRequirements{Requests: req, Limits: lim}
 }
 
-func tinyResources() corev1.ResourceRequirements {
-	return corev1.ResourceRequirements{Requests: corev1.ResourceList{
+// tinyResources are a helper container's; guaranteed sets limits equal to
+// the requests, as a Guaranteed pod needs of every container.
+func tinyResources(guaranteed bool) corev1.ResourceRequirements {
+	r := corev1.ResourceRequirements{Requests: corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("10m"),
 		corev1.ResourceMemory: resource.MustParse("16Mi"),
 	}}
+	if guaranteed {
+		r.Limits = r.Requests.DeepCopy()
+	}
+	return r
+}
+
+// dedicatedCPUs is how many exclusive CPUs the launcher pod needs: one per
+// vCPU, plus one for QEMU's emulator threads with isolateEmulatorThread;
+// 0 without dedicatedCpuPlacement.
+func dedicatedCPUs(spec *v1.VirtualMachineInstanceSpec) int {
+	c := spec.Domain.CPU
+	if c == nil || !c.DedicatedCPUPlacement {
+		return 0
+	}
+	n := vcpus(spec)
+	if c.IsolateEmulatorThread {
+		n++
+	}
+	return n
 }
 
 func containerSecurity() *corev1.SecurityContext {

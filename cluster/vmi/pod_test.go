@@ -83,6 +83,8 @@ func TestRenderPod_Golden(t *testing.T) {
 				{Name: "raw", PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "block-claim", ReadOnly: true}},
 			}
 		}), kvm, VolumeModes{"fs-claim": corev1.PersistentVolumeFilesystem, "block-claim": corev1.PersistentVolumeBlock}},
+		{"dedicated-cpus-isolated-emulator", dedicatedVMI(), emu, nil},
+		{"imagevolumes-dedicated-cpus-isolated-emulator", dedicatedVMI(), imgVols, nil},
 		{"resources-limits-overcommit", baseVMI(func(vmi *v1.VirtualMachineInstance) {
 			vmi.Spec.Domain.Memory = nil
 			vmi.Spec.Domain.Resources = v1.ResourceRequirements{
@@ -120,6 +122,42 @@ func TestRenderPod_Golden(t *testing.T) {
 				t.Errorf("pod differs from %s (-want +got):\n%s", path, diff)
 			}
 		})
+	}
+}
+
+// dedicatedVMI is containerDiskVMI with two dedicated vCPUs and an
+// isolated emulator thread.
+func dedicatedVMI() *v1.VirtualMachineInstance {
+	vmi := containerDiskVMI()
+	vmi.Spec.Domain.CPU.DedicatedCPUPlacement = true
+	vmi.Spec.Domain.CPU.IsolateEmulatorThread = true
+	return vmi
+}
+
+// TestRenderPod_DedicatedCPUsGuaranteed checks what the static CPU manager
+// needs to give a pod exclusive CPUs: Guaranteed QoS (every container,
+// init containers too, with cpu and memory limits equal to requests) and a
+// whole number of CPUs for the compute container.
+func TestRenderPod_DedicatedCPUsGuaranteed(t *testing.T) {
+	for _, shape := range []PodShape{ShapeContainers, ShapeImageVolumes} {
+		pod, err := RenderPod(dedicatedVMI(), PodConfig{LauncherImage: "x", Emulation: true, Shape: shape}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+			for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				req, lim := c.Resources.Requests[r], c.Resources.Limits[r]
+				if req.IsZero() || req.Cmp(lim) != 0 {
+					t.Errorf("%s: container %s %s request %s, limit %s: not Guaranteed", shape, c.Name, r, req.String(), lim.String())
+				}
+			}
+		}
+		if got := pod.Spec.Containers[0].Resources.Requests.Cpu(); got.Value() != 3 || got.MilliValue() != 3000 {
+			t.Errorf("%s: compute requests %s CPUs, want 3 (2 vCPUs + the emulator thread)", shape, got)
+		}
+		if pod.Spec.NodeSelector[v1.CPUManagerLabel] != "true" {
+			t.Errorf("%s: node selector %v lacks %s=true", shape, pod.Spec.NodeSelector, v1.CPUManagerLabel)
+		}
 	}
 }
 

@@ -20,8 +20,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
 	"github.com/nodevirt/nodevirt/node/agent"
+	"github.com/nodevirt/nodevirt/node/cpupin"
 	"github.com/nodevirt/nodevirt/node/deviceplugin"
 	"github.com/nodevirt/nodevirt/node/heartbeat"
 	"github.com/nodevirt/nodevirt/node/launchspec/convert"
@@ -150,8 +152,8 @@ func run() error {
 		run["migration channel"] = func(ctx context.Context) error { return serveMigrations(ctx, mig, a, certs, log) }
 	}
 	if svc.Heartbeat {
-		hb, err := heartbeat.New(heartbeat.Config{NodeName: cfg.NodeName, Interval: svc.HeartbeatInterval, Logger: log},
-			kube.CoreV1().Nodes())
+		hb, err := heartbeat.New(heartbeat.Config{NodeName: cfg.NodeName, Interval: svc.HeartbeatInterval, Logger: log,
+			Labels: nodeFacts(cfg.KubeletRoot, log)}, kube.CoreV1().Nodes())
 		if err != nil {
 			return err
 		}
@@ -189,4 +191,16 @@ func newLogger(level string) (*slog.Logger, error) {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
 	klog.SetSlogLogger(log)
 	return log, nil
+}
+
+// nodeFacts returns the node labels the heartbeat reports: cpumanager,
+// whether the kubelet gives Guaranteed pods exclusive CPUs.
+func nodeFacts(kubeletRoot string, log *slog.Logger) func() map[string]string {
+	return func() map[string]string {
+		static, err := cpupin.StaticPolicy(kubeletRoot)
+		if err != nil {
+			log.Warn("cannot tell the kubelet's CPU manager policy; reporting cpumanager=false", "err", err)
+		}
+		return map[string]string{v1.CPUManagerLabel: strconv.FormatBool(static)}
+	}
 }

@@ -215,13 +215,17 @@ func (a *Agent) attach(ctx context.Context, o *Observation) error {
 	if proc == o.Record.Process {
 		return nil // re-attached to the same QEMU: nothing to write
 	}
-	return a.update(ctx, o, func(r *store.Record) error {
+	if err := a.update(ctx, o, func(r *store.Record) error {
 		r.Process = proc
 		if r.Observed.Started.IsZero() {
 			r.Observed.Started = a.now()
 		}
 		return nil
-	}, a.event("Attached", fmt.Sprintf("QEMU pid %d", proc.PID)))
+	}, a.event("Attached", fmt.Sprintf("QEMU pid %d", proc.PID))); err != nil {
+		return err
+	}
+	a.pinDedicatedCPUs(ctx, o, proc)
+	return nil
 }
 
 // powerdown persists the stop intent, then presses the power button.

@@ -5,8 +5,10 @@
 // schedulable=true nodes.
 //
 // Invariants:
-//   - Only those two keys are ever written, with a JSON merge patch: other
-//     labels and annotations, and other writers of the node, are untouched.
+//   - Only those two keys, and the node-fact labels Config.Labels returns
+//     (the agent's cpumanager=true|false), are ever written, with a JSON
+//     merge patch: other labels and annotations, and other writers of the
+//     node, are untouched.
 //   - A clean stop (ctx cancelled) sends one last patch with
 //     schedulable=false, bounded by Config.StopTimeout, so no new VM is
 //     scheduled to a node whose agent is going away. A crashed agent sends

@@ -38,6 +38,9 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives failed patches. Default: silent.
 	Logger *slog.Logger
+	// Labels returns node facts to report as labels with every beat, such
+	// as cpumanager=true|false. Optional.
+	Labels func() map[string]string
 }
 
 // Validate reports a configuration that cannot work.
@@ -101,9 +104,17 @@ func (h *Heartbeat) Run(ctx context.Context) error {
 	}
 }
 
+// labels are the node facts of this beat.
+func (h *Heartbeat) labels() map[string]string {
+	if h.cfg.Labels == nil {
+		return nil
+	}
+	return h.cfg.Labels()
+}
+
 // beat sends one patch.
 func (h *Heartbeat) beat(ctx context.Context, alive bool) error {
-	_, err := h.nodes.Patch(ctx, h.cfg.NodeName, types.MergePatchType, Patch(alive, h.cfg.Now()), metav1.PatchOptions{FieldManager: v1.ManagerAgent})
+	_, err := h.nodes.Patch(ctx, h.cfg.NodeName, types.MergePatchType, Patch(alive, h.cfg.Now(), h.labels()), metav1.PatchOptions{FieldManager: v1.ManagerAgent})
 	if err != nil {
 		return fmt.Errorf("heartbeat node %q (schedulable=%t): %w", h.cfg.NodeName, alive, err)
 	}

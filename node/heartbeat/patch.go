@@ -9,14 +9,19 @@ import (
 )
 
 // Patch returns the JSON merge patch for one heartbeat at now: the
-// schedulable label and, when alive, the heartbeat annotation. The final
-// patch of a clean stop (alive=false) leaves the last heartbeat in place.
-func Patch(alive bool, now time.Time) []byte {
+// schedulable label, the node facts in labels (e.g. cpumanager) and, when
+// alive, the heartbeat annotation. The final patch of a clean stop
+// (alive=false) leaves the last heartbeat in place.
+func Patch(alive bool, now time.Time, labels map[string]string) []byte {
 	type meta struct {
 		Labels      map[string]string `json:"labels"`
 		Annotations map[string]string `json:"annotations,omitempty"`
 	}
-	m := meta{Labels: map[string]string{v1.SchedulableLabel: strconv.FormatBool(alive)}}
+	m := meta{Labels: map[string]string{}}
+	for k, v := range labels {
+		m.Labels[k] = v
+	}
+	m.Labels[v1.SchedulableLabel] = strconv.FormatBool(alive)
 	if alive {
 		m.Annotations = map[string]string{v1.HeartbeatAnnotation: now.UTC().Format(time.RFC3339)}
 	}

@@ -11,14 +11,21 @@ import (
 func TestPatch(t *testing.T) {
 	at := time.Date(2026, 11, 21, 23, 4, 5, 600, time.FixedZone("CET", 3600))
 	tests := []struct {
-		name  string
-		alive bool
-		want  string
+		name   string
+		alive  bool
+		labels map[string]string
+		want   string
 	}{
 		{
 			name:  "Alive",
 			alive: true,
 			want:  `{"metadata":{"labels":{"kubevirt.io/schedulable":"true"},"annotations":{"kubevirt.io/heartbeat":"2026-11-21T22:04:05Z"}}}`,
+		},
+		{
+			name:   "NodeFacts",
+			alive:  true,
+			labels: map[string]string{"cpumanager": "true", "kubevirt.io/schedulable": "overridden"},
+			want:   `{"metadata":{"labels":{"cpumanager":"true","kubevirt.io/schedulable":"true"},"annotations":{"kubevirt.io/heartbeat":"2026-11-21T22:04:05Z"}}}`,
 		},
 		{
 			name:  "Stopping",
@@ -29,7 +36,7 @@ func TestPatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got, want any
-			if err := json.Unmarshal(Patch(tt.alive, at), &got); err != nil {
+			if err := json.Unmarshal(Patch(tt.alive, at, tt.labels), &got); err != nil {
 				t.Fatal(err)
 			}
 			if err := json.Unmarshal([]byte(tt.want), &want); err != nil {

@@ -37,6 +37,8 @@ type ResourceRequirements struct {
 }
 
 // CPU is the guest CPU topology and model. vCPUs = cores × sockets × threads.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.isolateEmulatorThread) && self.isolateEmulatorThread) || (has(self.dedicatedCpuPlacement) && self.dedicatedCpuPlacement)",fieldPath=".isolateEmulatorThread",message="isolateEmulatorThread requires dedicatedCpuPlacement",reason=FieldValueInvalid
 type CPU struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
@@ -55,6 +57,18 @@ type CPU struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._-]*$`
 	Model string `json:"model,omitempty"`
+	// DedicatedCPUPlacement gives every vCPU a host CPU of its own: the
+	// launcher pod gets Guaranteed QoS with one whole CPU per vCPU (which
+	// the kubelet's static CPU manager makes exclusive), it runs only on
+	// nodes labelled cpumanager=true, and the agent pins each vCPU thread
+	// to one of the pod's CPUs.
+	// +optional
+	DedicatedCPUPlacement bool `json:"dedicatedCpuPlacement,omitempty"`
+	// IsolateEmulatorThread adds one more dedicated CPU, to which QEMU's
+	// other threads (main loop, I/O) are pinned, away from the vCPUs.
+	// Requires dedicatedCpuPlacement.
+	// +optional
+	IsolateEmulatorThread bool `json:"isolateEmulatorThread,omitempty"`
 }
 
 // Memory is the guest's memory.

@@ -23,6 +23,10 @@ const (
 	// MigrationTargetNodeNameLabel on a VMI names the node its migration
 	// target runs on, so that node's agent watches the VMI too.
 	MigrationTargetNodeNameLabel = "kubevirt.io/migrationTargetNodeName"
+	// CPUManagerLabel on a node is "true" when its kubelet runs the static
+	// CPU manager policy (exclusive CPUs for Guaranteed pods); launcher pods
+	// of VMIs with dedicatedCpuPlacement select it, as KubeVirt's do.
+	CPUManagerLabel = "cpumanager"
 	// HeartbeatAnnotation on a node holds the agent's last heartbeat (RFC 3339).
 	HeartbeatAnnotation = "kubevirt.io/heartbeat"
 
