@@ -151,7 +151,7 @@ func (c *Controller) deleteStale(ctx context.Context, pods []*corev1.Pod, uid ty
 }
 
 func (c *Controller) render(vmi *v1.VirtualMachineInstance) (*corev1.Pod, error) {
-	modes := VolumeModes{}
+	modes, caps := VolumeModes{}, PVCCapacities{}
 	for _, vol := range vmi.Spec.Volumes {
 		if vol.PersistentVolumeClaim == nil {
 			continue
@@ -168,8 +168,15 @@ func (c *Controller) render(vmi *v1.VirtualMachineInstance) (*corev1.Pod, error)
 		if pvc.Spec.VolumeMode != nil {
 			modes[claim] = *pvc.Spec.VolumeMode
 		}
+		if bytes, ok := ClaimCapacity(pvc); ok && modes[claim] == corev1.PersistentVolumeFilesystem {
+			caps[vol.Name] = bytes
+		}
 	}
-	return RenderPod(vmi, c.d.Shapes.Config(c.d.Config), modes)
+	pod, err := RenderPod(vmi, c.d.Shapes.Config(c.d.Config), modes)
+	if err != nil {
+		return nil, err
+	}
+	return pod, AnnotatePVCCapacities(pod, caps)
 }
 
 func (c *Controller) apply(ctx context.Context, vmi *v1.VirtualMachineInstance, o Observed, pod *corev1.Pod, res Result) error {

@@ -43,6 +43,10 @@ func RenderTargetPod(vmi *v1.VirtualMachineInstance, cfg PodConfig, modes Volume
 		}
 	}
 	if o.Source != nil {
+		// The source's PVC capacities, as its modes: no PVC lookup.
+		if caps, ok := o.Source.Annotations[v1.PVCCapacitiesAnnotation]; ok {
+			pod.Annotations[v1.PVCCapacitiesAnnotation] = caps
+		}
 		if err := pinImages(pod, o.Source); err != nil {
 			return nil, fmt.Errorf("target pod of vmi %s/%s: %w", vmi.Namespace, vmi.Name, err)
 		}

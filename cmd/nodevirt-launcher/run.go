@@ -22,6 +22,8 @@ func runCmd(args []string) int {
 	cfg := launcher.Config{QEMUOutput: os.Stderr}
 	fs.StringVar(&cfg.SocketsDir, "sockets", launchspec.DefaultSocketsDir, "the pod's sockets directory")
 	fs.StringVar(&cfg.PrivateDir, "private", launchspec.DefaultPrivateDir, "the pod's private directory")
+	fs.StringVar(&cfg.PVCDir, "pvcs", launchspec.DefaultPVCDir, "where the filesystem-mode PVCs are mounted")
+	fs.StringVar(&cfg.BlockDir, "block", launchspec.DefaultBlockDir, "where the block-mode PVC devices are")
 	fs.StringVar(&cfg.QEMU, "qemu", launcher.DefaultQEMU, "QEMU binary")
 	fs.StringVar(&cfg.QEMUImg, "qemu-img", launcher.DefaultQEMUImg, "qemu-img binary")
 	fs.DurationVar(&cfg.Linger, "linger", launcher.DefaultLinger, "how long to keep answering after QEMU exited")

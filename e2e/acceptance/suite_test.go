@@ -59,6 +59,7 @@ type extra struct {
 // extras in the order they run.
 var extras = []extra{
 	{10, "PrometheusScrape", testPrometheusScrape},
+	{19, "PVCs", testPVCs},
 	{23, "PodShape", testPodShape},
 	// Last: it redeploys nodevirt on the fallback shape and back.
 	{23, "PodShapeFallback", testPodShapeFallback},

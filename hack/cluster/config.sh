@@ -44,6 +44,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     restrict_oom_score_adj = true
     # Pod network namespaces under our state dir, not /var/run/netns.
     netns_mounts_under_state_dir = true
+    # Block volumes (volumeDevices) are owned by the pod's runAsUser/
+    # runAsGroup instead of the host node's root:disk, so the unprivileged
+    # launcher (uid 107) can open a block-mode PVC (KubeVirt asks the same).
+    device_ownership_from_security_context = true
     [plugins."io.containerd.cri.v1.runtime".containerd]
       default_runtime_name = "runc"
       [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]

@@ -172,12 +172,18 @@ func sameInterface(x, y store.Interface) bool {
 
 // launch builds the spec, persists it, then hands it to the launcher.
 func (a *Agent) launch(ctx context.Context, o *Observation) error {
+	pvcs, err := pvcsOfPod(o.Pod)
+	if err != nil {
+		return err
+	}
 	spec, err := convert.Build(convert.Input{
 		VMI:            o.VMI,
 		Node:           convert.NodeFacts{KVM: a.deps.KVM},
 		AllowEmulation: a.cfg.AllowEmulation,
 		Interfaces:     nics(o.Record.Interfaces),
 		Paths:          launchspec.DefaultPaths(),
+		BlockPVCs:      pvcs.block,
+		PVCCapacities:  pvcs.capacities,
 		ImageVolumes:   hasImageVolumes(o.Pod),
 		StartPaused:    o.Record.Intent.Paused,
 		Incoming:       o.incomingTarget(),

@@ -25,6 +25,10 @@ func (s *Server) prepareDisks(ctx context.Context, disks []launchspec.DiskPrep) 
 			err = s.prepareContainerDisk(ctx, d)
 		case launchspec.EmptyDisk:
 			err = s.prepareEmptyDisk(ctx, d)
+		case launchspec.PVCFile:
+			err = preparePVCFile(d)
+		case launchspec.PVCBlock:
+			err = checkPVCBlock(d)
 		default:
 			err = fmt.Errorf("unknown kind %q", d.Kind)
 		}

@@ -8,7 +8,9 @@
 //
 // Server runs in `nodevirt-launcher run`: it waits for a spec, prepares the
 // disks the spec lists (containerDisk overlays through
-// /proc/<holder pid>/root, emptyDisk images), starts QEMU as its child,
+// /proc/<holder pid>/root, emptyDisk images, a filesystem-mode PVC's
+// disk.img when absent, never touched when present; a block-mode PVC's
+// device checked), starts QEMU as its child,
 // writes sockets/qemu-running.json (its Status) once QEMU runs (the agent
 // watches the directory instead of polling), and when QEMU exits writes
 // sockets/qemu-exit.json (an Exit), answers for

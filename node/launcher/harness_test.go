@@ -164,7 +164,7 @@ func startLauncher(t *testing.T, pd *pod) (*proc, *launcher.Client) {
 	t.Helper()
 	bin := buildLauncher(t)
 	p := startProc(t, bin, "run", "--sockets", pd.paths.Sockets, "--private", pd.paths.Private,
-		"--linger", "300ms", "--kill-wait", "2s")
+		"--pvcs", pd.paths.PVCs, "--block", pd.paths.Block, "--linger", "300ms", "--kill-wait", "2s")
 	c := launcher.NewClient(pd.paths.Socket(launchspec.LauncherSocket))
 	testenv.Eventually(t, 10*time.Second, "launcher API", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

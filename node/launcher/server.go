@@ -31,8 +31,14 @@ const (
 type Config struct {
 	SocketsDir string // the pod's sockets emptyDir (required)
 	PrivateDir string // the pod's private emptyDir (required)
-	QEMU       string // QEMU binary; "" = DefaultQEMU
-	QEMUImg    string // qemu-img binary; "" = DefaultQEMUImg
+	// PVCDir holds the filesystem-mode PVC mounts (<PVCDir>/<volume>);
+	// "" = launchspec.DefaultPVCDir.
+	PVCDir string
+	// BlockDir holds the block-mode PVC devices (<BlockDir>/<volume>);
+	// "" = launchspec.DefaultBlockDir.
+	BlockDir string
+	QEMU     string // QEMU binary; "" = DefaultQEMU
+	QEMUImg  string // qemu-img binary; "" = DefaultQEMUImg
 	// Linger is how long the API keeps answering after QEMU exited.
 	Linger time.Duration
 	// HolderWait bounds the wait for a containerDisk holder's pid file.
@@ -51,6 +57,12 @@ func (c *Config) Validate() error {
 	}
 	if c.QEMU == "" {
 		c.QEMU = DefaultQEMU
+	}
+	if c.PVCDir == "" {
+		c.PVCDir = launchspec.DefaultPVCDir
+	}
+	if c.BlockDir == "" {
+		c.BlockDir = launchspec.DefaultBlockDir
 	}
 	if c.QEMUImg == "" {
 		c.QEMUImg = DefaultQEMUImg
@@ -208,12 +220,24 @@ func (s *Server) handleLaunch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-// checkPaths refuses disk preparation outside the private directory.
+// checkPaths refuses disk preparation outside the private directory, and
+// a PVC's anywhere but its own mount or device.
 func (s *Server) checkPaths(spec launchspec.Spec) error {
 	priv := filepath.Clean(s.cfg.PrivateDir) + string(filepath.Separator)
 	for _, d := range spec.Disks {
-		if len(d.Target) <= len(priv) || d.Target[:len(priv)] != priv {
-			return fmt.Errorf("disk %q: target %s is outside the private directory %s", d.Volume, d.Target, s.cfg.PrivateDir)
+		switch d.Kind {
+		case launchspec.PVCFile:
+			if want := filepath.Join(s.cfg.PVCDir, d.Volume, launchspec.PVCImageName); d.Target != want {
+				return fmt.Errorf("disk %q: target %s is not the volume's %s", d.Volume, d.Target, want)
+			}
+		case launchspec.PVCBlock:
+			if want := filepath.Join(s.cfg.BlockDir, d.Volume); d.Target != want {
+				return fmt.Errorf("disk %q: target %s is not the volume's device %s", d.Volume, d.Target, want)
+			}
+		default:
+			if len(d.Target) <= len(priv) || d.Target[:len(priv)] != priv {
+				return fmt.Errorf("disk %q: target %s is outside the private directory %s", d.Volume, d.Target, s.cfg.PrivateDir)
+			}
 		}
 	}
 	return nil

@@ -4,7 +4,8 @@
 //
 // A Spec is everything the launcher needs and nothing it has to interpret:
 // QEMU's argv (after the binary name), the disk images it must prepare
-// before starting QEMU (containerDisk overlays, emptyDisk images), the
+// before starting QEMU (containerDisk overlays, emptyDisk images, PVC
+// disk.img files, PVC block device checks), the
 // grace period for SIGTERM, and a content hash.
 //
 // Invariants:
@@ -14,7 +15,8 @@
 //     different one while QEMU runs.
 //   - Every path in a Spec is absolute and as seen inside the pod (Paths).
 //     The launcher refuses disk preparation targets outside its private
-//     directory.
+//     directory, except a PVC's: exactly <PVCs>/<volume>/disk.img or
+//     <Block>/<volume>.
 //   - This package imports nothing outside the standard library and nothing
 //     of nodevirt: the launcher binary links it and must stay small. The
 //     converter from a VMI lives in package convert next to it.

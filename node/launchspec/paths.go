@@ -107,9 +107,13 @@ func (p Paths) CloudInitISO(volume string) string {
 	return filepath.Join(p.Private, "cloudinit", volume+".iso")
 }
 
+// PVCImageName is the disk image's name at the root of a filesystem-mode
+// PVC (KubeVirt's).
+const PVCImageName = "disk.img"
+
 // PVCFile is the disk image of a filesystem-mode PVC volume.
 func (p Paths) PVCFile(volume string) string {
-	return filepath.Join(p.PVCs, volume, "disk.img")
+	return filepath.Join(p.PVCs, volume, PVCImageName)
 }
 
 // PVCBlock is the device of a block-mode PVC volume.

@@ -71,6 +71,16 @@ const (
 	ContainerDisk DiskKind = "containerDisk"
 	// EmptyDisk: a sparse image of SizeBytes at Target (kept if present).
 	EmptyDisk DiskKind = "emptyDisk"
+	// PVCFile: the raw disk.img at the root of a filesystem-mode PVC
+	// (Target). An existing one is used as it is: never resized, truncated
+	// or replaced. An absent one is created sparse with SizeBytes, unless
+	// SizeBytes is 0 (capacity unknown, or the volume is read-only): then
+	// it must exist.
+	PVCFile DiskKind = "pvcFile"
+	// PVCBlock: the device of a block-mode PVC (Target); nothing is
+	// created, the launcher only checks that it is a block device it can
+	// open, so a missing or unusable device fails naming the volume.
+	PVCBlock DiskKind = "pvcBlock"
 )
 
 // DiskPrep is one disk image the launcher creates before QEMU starts.
@@ -94,8 +104,11 @@ type DiskPrep struct {
 	// holder's root or ImageRoot); empty = the only regular file under
 	// /disk/.
 	SourcePath string `json:"sourcePath,omitempty"`
-	// SizeBytes (emptyDisk) is the virtual size.
+	// SizeBytes (emptyDisk, pvcFile) is the virtual size of an image
+	// created by the launcher.
 	SizeBytes int64 `json:"sizeBytes,omitempty"`
+	// ReadOnly (pvcBlock) opens the device read-only for the check.
+	ReadOnly bool `json:"readOnly,omitempty"`
 }
 
 // Seal sets s.Version (if zero) and s.Hash from s's content.
@@ -171,6 +184,20 @@ func (d DiskPrep) verify() error {
 		}
 		if d.SizeBytes <= 0 {
 			return fmt.Errorf("size %d is not positive", d.SizeBytes)
+		}
+	case PVCFile:
+		if d.Format != "raw" {
+			return fmt.Errorf("format %q, want raw", d.Format)
+		}
+		if d.SizeBytes < 0 {
+			return fmt.Errorf("size %d is negative", d.SizeBytes)
+		}
+		if filepath.Base(d.Target) != PVCImageName {
+			return fmt.Errorf("target %q is not a %s", d.Target, PVCImageName)
+		}
+	case PVCBlock:
+		if d.SizeBytes != 0 {
+			return fmt.Errorf("a block device has no size to create (%d)", d.SizeBytes)
 		}
 	default:
 		return fmt.Errorf("unknown kind %q", d.Kind)

@@ -45,6 +45,29 @@ func TestSealVerify(t *testing.T) {
 	}
 }
 
+func TestVerify_PVCDisks(t *testing.T) {
+	good := []DiskPrep{
+		{Volume: "fs", Kind: PVCFile, Target: "/v/fs/disk.img", Format: "raw", SizeBytes: 1 << 20},
+		{Volume: "fs", Kind: PVCFile, Target: "/v/fs/disk.img", Format: "raw"}, // must exist
+		{Volume: "b", Kind: PVCBlock, Target: "/dev/nodevirt/b", ReadOnly: true},
+	}
+	bad := []DiskPrep{
+		{Volume: "fs", Kind: PVCFile, Target: "/v/fs/disk.img", Format: "qcow2", SizeBytes: 1},
+		{Volume: "fs", Kind: PVCFile, Target: "/v/fs/other.img", Format: "raw", SizeBytes: 1},
+		{Volume: "fs", Kind: PVCFile, Target: "/v/fs/disk.img", Format: "raw", SizeBytes: -1},
+		{Volume: "b", Kind: PVCBlock, Target: "/dev/nodevirt/b", SizeBytes: 1},
+	}
+	for i, d := range append(good, bad...) {
+		s := Spec{Args: []string{"-S"}, Disks: []DiskPrep{d}}
+		if err := s.Seal(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Verify(); (err == nil) != (i < len(good)) {
+			t.Errorf("Verify(%+v) = %v, want ok=%v", d, err, i < len(good))
+		}
+	}
+}
+
 func TestCheckVolumeName(t *testing.T) {
 	for name, ok := range map[string]bool{"root": true, "a.b-c_d": true, "": false, ".": false, "..": false, "a/b": false, "a\x00": false} {
 		if err := CheckVolumeName(name); (err == nil) != ok {

@@ -29,6 +29,12 @@ const (
 	CPUManagerLabel = "cpumanager"
 	// HeartbeatAnnotation on a node holds the agent's last heartbeat (RFC 3339).
 	HeartbeatAnnotation = "kubevirt.io/heartbeat"
+	// PVCCapacitiesAnnotation on a launcher pod (nodevirt's own, written by
+	// the controller when it renders the pod) maps each filesystem-mode PVC
+	// volume's name to its claim's capacity in bytes, as JSON
+	// ({"data":10737418240}): the agent sizes a disk.img the launcher
+	// creates from it. Block mode is what the pod's volumeDevices say.
+	PVCCapacitiesAnnotation = "nodevirt.io/pvc-capacities"
 
 	// VirtualMachineInstanceFinalizer holds a VMI until the node agent has
 	// shut its guest down and released its resources.

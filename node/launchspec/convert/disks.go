@@ -79,11 +79,7 @@ func (b *builder) source(v v1.Volume) (diskSource, error) {
 	case v.CloudInitNoCloud != nil:
 		return diskSource{path: p.CloudInitISO(v.Name), driver: "file", format: "raw", readOnly: true, generated: true}, nil
 	case v.PersistentVolumeClaim != nil:
-		ro := v.PersistentVolumeClaim.ReadOnly
-		if b.in.BlockPVCs[v.Name] {
-			return diskSource{path: p.PVCBlock(v.Name), driver: "host_device", format: "raw", readOnly: ro}, nil
-		}
-		return diskSource{path: p.PVCFile(v.Name), driver: "file", format: "raw", readOnly: ro}, nil
+		return b.pvcSource(v.Name, v.PersistentVolumeClaim.ReadOnly), nil
 	default:
 		return diskSource{}, fmt.Errorf("%w: volume has no supported source", ErrUnsupported)
 	}

@@ -48,5 +48,7 @@
 //     usb -> usb-storage on one qemu-xhci. cdrom defaults to sata and
 //     read-only, disk and lun to virtio.
 //   - emptyDisk images are sparse raw files; containerDisks run from a
-//     qcow2 overlay; PVCs are raw (file disk.img, or the block device).
+//     qcow2 overlay; PVCs are raw (file disk.img, or the block device);
+//     a filesystem-mode PVC's disk.img, when the launcher creates it, is
+//     its capacity (Input.PVCCapacities) less FilesystemOverhead.
 package convert

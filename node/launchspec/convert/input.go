@@ -35,6 +35,12 @@ type Input struct {
 	// BlockPVCs lists the PVC volumes in block mode (the rest are
 	// filesystem mode).
 	BlockPVCs map[string]bool
+	// PVCCapacities are the capacities in bytes of the filesystem-mode PVC
+	// volumes, by volume name (the agent reads them from the launcher pod,
+	// where the controller recorded the claims'). A volume's disk.img, when
+	// absent, is created with its capacity less FilesystemOverhead; a volume
+	// missing here gets no disk.img created (it must exist).
+	PVCCapacities map[string]int64
 	// ImageVolumes: the pod has the ImageVolumes shape, its containerDisk
 	// and kernelBoot images are mounted at Paths.ImageVolume and
 	// Paths.KernelBootImage (no holder containers, no copied kernel).
