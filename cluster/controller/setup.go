@@ -18,6 +18,7 @@ import (
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/cluster/certsigner"
+	"github.com/nodevirt/nodevirt/cluster/instancetype"
 	kvscheme "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/scheme"
 	kvinformers "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions"
 	kvlisters "github.com/nodevirt/nodevirt/cluster/client/listers/api/v1"
@@ -78,6 +79,9 @@ func build(cfg Config, d Deps, ca *certsigner.CA, imageVolumes bool) (*system, e
 	vmLoop.SetSyncer(vm.New(vm.Deps{
 		VMs: kvlisters.NewVirtualMachineLister(inf.vms.GetIndexer()), VMIs: kvlisters.NewVirtualMachineInstanceLister(inf.vmis.GetIndexer()),
 		Client: d.Kubevirt.KubevirtV1(), Recorder: recorder, Queue: vmLoop,
+		Instancetypes: instancetype.New(instancetype.Deps{
+			Client: d.Kubevirt.InstancetypeV1beta1(), Revisions: d.Kube.AppsV1(), Recorder: recorder,
+		}),
 	}))
 	vmiLoop := reconcile.New("vmi", nil, d.Log, metrics)
 	vmiCtl := vmi.New(vmi.Deps{
