@@ -18,10 +18,10 @@ import (
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/cluster/certsigner"
-	"github.com/nodevirt/nodevirt/cluster/instancetype"
 	kvscheme "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/scheme"
 	kvinformers "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions"
 	kvlisters "github.com/nodevirt/nodevirt/cluster/client/listers/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/instancetype"
 	"github.com/nodevirt/nodevirt/cluster/migration"
 	"github.com/nodevirt/nodevirt/cluster/node"
 	"github.com/nodevirt/nodevirt/cluster/reconcile"

@@ -38,10 +38,10 @@ func topo(t itv1beta1.PreferredCPUTopology) *itv1beta1.VirtualMachinePreferenceS
 
 func TestExpand(t *testing.T) {
 	windows := &itv1beta1.VirtualMachinePreferenceSpec{
-		CPU:      &itv1beta1.CPUPreferences{PreferredCPUTopology: ptr.To(itv1beta1.Sockets)},
-		Devices:  &itv1beta1.DevicePreferences{PreferredDiskBus: v1.DiskBusSATA, PreferredInterfaceModel: "e1000", PreferredTPM: &itv1beta1.TPMDevice{}},
-		Features: &itv1beta1.FeaturePreferences{PreferredSmm: &itv1beta1.FeatureState{}},
-		Machine:  &itv1beta1.MachinePreferences{PreferredMachineType: "pc-q35-9.2"},
+		CPU:                                    &itv1beta1.CPUPreferences{PreferredCPUTopology: ptr.To(itv1beta1.Sockets)},
+		Devices:                                &itv1beta1.DevicePreferences{PreferredDiskBus: v1.DiskBusSATA, PreferredInterfaceModel: "e1000", PreferredTPM: &itv1beta1.TPMDevice{}},
+		Features:                               &itv1beta1.FeaturePreferences{PreferredSmm: &itv1beta1.FeatureState{}},
+		Machine:                                &itv1beta1.MachinePreferences{PreferredMachineType: "pc-q35-9.2"},
 		PreferredTerminationGracePeriodSeconds: ptr.To[int64](5),
 	}
 	tests := []struct {
