@@ -5,12 +5,14 @@ package v1
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.inferFromVolume)",fieldPath=".inferFromVolume",message="spec.instancetype.inferFromVolume is not supported by nodevirt: inferring needs CDI DataVolumes and DataSources; name the instancetype in spec.instancetype.name",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(self.inferFromVolumeFailurePolicy)",fieldPath=".inferFromVolumeFailurePolicy",message="spec.instancetype.inferFromVolumeFailurePolicy is not supported by nodevirt: inferring needs CDI DataVolumes and DataSources",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="has(self.name) || has(self.inferFromVolume)",fieldPath=".name",message="Either Name or InferFromVolume should be provided within the InstancetypeMatcher",reason=FieldValueRequired
 type InstancetypeMatcher struct {
 	// Name of the VirtualMachineInstancetype or
 	// VirtualMachineClusterInstancetype.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 	// Kind is VirtualMachineInstancetype or VirtualMachineClusterInstancetype
 	// (the default), or their lower-case resource names.
 	// +optional
@@ -34,11 +36,13 @@ type InstancetypeMatcher struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.inferFromVolume)",fieldPath=".inferFromVolume",message="spec.preference.inferFromVolume is not supported by nodevirt: inferring needs CDI DataVolumes and DataSources; name the preference in spec.preference.name",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(self.inferFromVolumeFailurePolicy)",fieldPath=".inferFromVolumeFailurePolicy",message="spec.preference.inferFromVolumeFailurePolicy is not supported by nodevirt: inferring needs CDI DataVolumes and DataSources",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="has(self.name) || has(self.inferFromVolume)",fieldPath=".name",message="Either Name or InferFromVolume should be provided within the PreferenceMatcher",reason=FieldValueRequired
 type PreferenceMatcher struct {
 	// Name of the VirtualMachinePreference or VirtualMachineClusterPreference.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 	// Kind is VirtualMachinePreference or VirtualMachineClusterPreference
 	// (the default), or their lower-case resource names.
 	// +optional
