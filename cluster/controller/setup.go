@@ -21,6 +21,7 @@ import (
 	kvscheme "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/scheme"
 	kvinformers "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions"
 	kvlisters "github.com/nodevirt/nodevirt/cluster/client/listers/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/instancetype"
 	"github.com/nodevirt/nodevirt/cluster/migration"
 	"github.com/nodevirt/nodevirt/cluster/node"
 	"github.com/nodevirt/nodevirt/cluster/reconcile"
@@ -78,6 +79,9 @@ func build(cfg Config, d Deps, ca *certsigner.CA, imageVolumes bool) (*system, e
 	vmLoop.SetSyncer(vm.New(vm.Deps{
 		VMs: kvlisters.NewVirtualMachineLister(inf.vms.GetIndexer()), VMIs: kvlisters.NewVirtualMachineInstanceLister(inf.vmis.GetIndexer()),
 		Client: d.Kubevirt.KubevirtV1(), Recorder: recorder, Queue: vmLoop,
+		Instancetypes: instancetype.New(instancetype.Deps{
+			Client: d.Kubevirt.InstancetypeV1beta1(), Revisions: d.Kube.AppsV1(), Recorder: recorder,
+		}),
 	}))
 	vmiLoop := reconcile.New("vmi", nil, d.Log, metrics)
 	vmiCtl := vmi.New(vmi.Deps{

@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -46,6 +47,9 @@ type Deps struct {
 	Recorder record.EventRecorder
 	// Queue receives delayed requeues (backoff expiry); may be nil in tests.
 	Queue Enqueuer
+	// Instancetypes resolves spec.instancetype and spec.preference; nil
+	// creates VMIs from the template alone.
+	Instancetypes Instancetypes
 	// Now defaults to time.Now; Jitter to math/rand/v2.Float64.
 	Now    func() time.Time
 	Jitter func() float64
@@ -94,11 +98,14 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		}
 	}
 	res := Plan(o)
+	if err := c.instancetypes(ctx, vm, &res, o.Now); err != nil {
+		return err
+	}
 	vm, err = c.apply(ctx, vm, vmi, res)
 	if permanent(err) && res.Action == CreateVMI {
 		// A user error (the template is rejected): report it on the VM and
 		// wait for the VM to change instead of retrying hot.
-		res.Status.Conditions = setFailure(res.Status.Conditions, err, o.Now)
+		res.Status.Conditions = setFailure(res.Status.Conditions, EventFailedCreate, err, o.Now)
 		res.Status.StateChangeRequests = vm.Status.StateChangeRequests // a Start stays until it succeeds
 		return c.writeStatus(ctx, vm, res.Status)
 	}
@@ -124,7 +131,7 @@ func (c *Controller) apply(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.V
 	var err error
 	switch res.Action {
 	case CreateVMI:
-		err = c.createVMI(ctx, vm, res.StartPaused)
+		err = c.createVMI(ctx, vm, res)
 	case DeleteVMI:
 		err = c.deleteVMI(ctx, vm, vmi)
 	case AdoptVMI:
@@ -157,9 +164,13 @@ func NewVMI(vm *v1.VirtualMachine) *v1.VirtualMachineInstance {
 	return vmi
 }
 
-func (c *Controller) createVMI(ctx context.Context, vm *v1.VirtualMachine, paused bool) error {
+func (c *Controller) createVMI(ctx context.Context, vm *v1.VirtualMachine, res Result) error {
 	vmi := NewVMI(vm)
-	if paused {
+	if err := c.expandVMI(ctx, vm, res.Status, vmi); err != nil {
+		c.d.Recorder.Eventf(vm, corev1.EventTypeWarning, EventFailedCreate, "Error creating VirtualMachineInstance: %v", err)
+		return fmt.Errorf("expand vmi %s/%s: %w", vm.Namespace, vm.Name, err)
+	}
+	if res.StartPaused {
 		s := v1.StartStrategyPaused
 		vmi.Spec.StartStrategy = &s
 	}
@@ -306,15 +317,21 @@ func copyMap(m map[string]string) map[string]string {
 	return out
 }
 
-// permanent reports API errors that retrying the same request cannot fix.
+// permanent reports errors that retrying the same request cannot fix: API
+// errors, and errors that say so (an instancetype conflict).
 func permanent(err error) bool {
+	var p interface{ Permanent() bool }
+	if errors.As(err, &p) {
+		return p.Permanent()
+	}
 	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err)
 }
 
-// setFailure sets the VM's Failure condition to True with err's message.
-func setFailure(conds []v1.VirtualMachineCondition, err error, now time.Time) []v1.VirtualMachineCondition {
+// setFailure sets the VM's Failure condition to True with reason and err's
+// message.
+func setFailure(conds []v1.VirtualMachineCondition, reason string, err error, now time.Time) []v1.VirtualMachineCondition {
 	out := []v1.VirtualMachineCondition{{
-		Type: v1.VirtualMachineFailure, Status: corev1.ConditionTrue, Reason: EventFailedCreate,
+		Type: v1.VirtualMachineFailure, Status: corev1.ConditionTrue, Reason: reason,
 		Message: err.Error(), LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)),
 	}}
 	for _, c := range conds {

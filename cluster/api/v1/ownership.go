@@ -154,7 +154,7 @@ func StatusOwnership() []StatusField {
 		{Kind: KindVM, Path: "status.stateChangeRequests", Writer: ManagerController, Queue: QueueConsume},
 	}
 	for _, f := range []string{"created", "ready", "printableStatus", "conditions",
-		"startFailure", "runStrategy", "observedGeneration", "desiredGeneration"} {
+		"startFailure", "runStrategy", "observedGeneration", "desiredGeneration", "instancetypeRef", "preferenceRef"} {
 		rows = append(rows, StatusField{Kind: KindVM, Path: "status." + f, Writer: ManagerController})
 	}
 	return rows

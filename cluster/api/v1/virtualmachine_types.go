@@ -40,6 +40,7 @@ type VirtualMachineList struct {
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.running) && has(self.runStrategy))",fieldPath=".running",message="running and runStrategy are mutually exclusive: set only one"
 // +kubebuilder:validation:XValidation:rule="!has(self.dataVolumeTemplates) || size(self.dataVolumeTemplates) == 0",fieldPath=".dataVolumeTemplates",message="dataVolumeTemplates need CDI (the Containerized Data Importer), which nodevirt does not provide: create the PersistentVolumeClaims and attach them with volumes[].persistentVolumeClaim"
+// +kubebuilder:validation:XValidation:rule="has(self.instancetype) || !has(self.template) || !has(self.template.spec) || (has(self.template.spec.domain.memory) && has(self.template.spec.domain.memory.guest)) || (has(self.template.spec.domain.resources) && has(self.template.spec.domain.resources.requests) && 'memory' in self.template.spec.domain.resources.requests)",fieldPath=".template.spec.domain.memory.guest",message="guest memory is not set: set spec.template.spec.domain.memory.guest or spec.template.spec.domain.resources.requests.memory, or name an instancetype in spec.instancetype",reason=FieldValueRequired
 type VirtualMachineSpec struct {
 	// Running is the legacy form of RunStrategy: true means Always, false
 	// means Halted. Mutually exclusive with RunStrategy.
@@ -50,6 +51,14 @@ type VirtualMachineSpec struct {
 	// RunStrategy nor Running set means Halted.
 	// +optional
 	RunStrategy *VirtualMachineRunStrategy `json:"runStrategy,omitempty"`
+
+	// Instancetype sizes the VMI (CPU, memory); see InstancetypeMatcher.
+	// +optional
+	Instancetype *InstancetypeMatcher `json:"instancetype,omitempty"`
+
+	// Preference fills what the template leaves unset; see PreferenceMatcher.
+	// +optional
+	Preference *PreferenceMatcher `json:"preference,omitempty"`
 
 	// Template is the VirtualMachineInstance created for this VM.
 	Template *VirtualMachineInstanceTemplateSpec `json:"template"`
@@ -132,6 +141,12 @@ type VirtualMachineStatus struct {
 	// DesiredGeneration is the VM generation the controller acts on.
 	// +optional
 	DesiredGeneration int64 `json:"desiredGeneration,omitempty"`
+	// InstancetypeRef is the instancetype captured for spec.instancetype.
+	// +optional
+	InstancetypeRef *InstancetypeStatusRef `json:"instancetypeRef,omitempty"`
+	// PreferenceRef is the preference captured for spec.preference.
+	// +optional
+	PreferenceRef *InstancetypeStatusRef `json:"preferenceRef,omitempty"`
 }
 
 // VirtualMachinePrintableStatus is status.printableStatus.

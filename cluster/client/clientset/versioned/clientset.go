@@ -23,6 +23,7 @@ import (
 	http "net/http"
 
 	kubevirtv1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/api/v1"
+	instancetypev1beta1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/instancetype/v1beta1"
 	migrationsv1alpha1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/migrations/v1alpha1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
@@ -32,19 +33,26 @@ import (
 type Interface interface {
 	Discovery() discovery.DiscoveryInterface
 	KubevirtV1() kubevirtv1.KubevirtV1Interface
+	InstancetypeV1beta1() instancetypev1beta1.InstancetypeV1beta1Interface
 	MigrationsV1alpha1() migrationsv1alpha1.MigrationsV1alpha1Interface
 }
 
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
-	kubevirtV1         *kubevirtv1.KubevirtV1Client
-	migrationsV1alpha1 *migrationsv1alpha1.MigrationsV1alpha1Client
+	kubevirtV1          *kubevirtv1.KubevirtV1Client
+	instancetypeV1beta1 *instancetypev1beta1.InstancetypeV1beta1Client
+	migrationsV1alpha1  *migrationsv1alpha1.MigrationsV1alpha1Client
 }
 
 // KubevirtV1 retrieves the KubevirtV1Client
 func (c *Clientset) KubevirtV1() kubevirtv1.KubevirtV1Interface {
 	return c.kubevirtV1
+}
+
+// InstancetypeV1beta1 retrieves the InstancetypeV1beta1Client
+func (c *Clientset) InstancetypeV1beta1() instancetypev1beta1.InstancetypeV1beta1Interface {
+	return c.instancetypeV1beta1
 }
 
 // MigrationsV1alpha1 retrieves the MigrationsV1alpha1Client
@@ -100,6 +108,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.instancetypeV1beta1, err = instancetypev1beta1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.migrationsV1alpha1, err = migrationsv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -126,6 +138,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
 	cs.kubevirtV1 = kubevirtv1.New(c)
+	cs.instancetypeV1beta1 = instancetypev1beta1.New(c)
 	cs.migrationsV1alpha1 = migrationsv1alpha1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)

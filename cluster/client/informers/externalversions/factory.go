@@ -25,6 +25,7 @@ import (
 
 	versioned "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
 	api "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/api"
+	instancetype "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/instancetype"
 	internalinterfaces "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/internalinterfaces"
 	migrations "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/migrations"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -256,11 +257,16 @@ type SharedInformerFactory interface {
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
 	Kubevirt() api.Interface
+	Instancetype() instancetype.Interface
 	Migrations() migrations.Interface
 }
 
 func (f *sharedInformerFactory) Kubevirt() api.Interface {
 	return api.New(f, f.namespace, f.tweakListOptions)
+}
+
+func (f *sharedInformerFactory) Instancetype() instancetype.Interface {
+	return instancetype.New(f, f.namespace, f.tweakListOptions)
 }
 
 func (f *sharedInformerFactory) Migrations() migrations.Interface {

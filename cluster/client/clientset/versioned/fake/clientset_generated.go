@@ -22,6 +22,8 @@ import (
 	clientset "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
 	kubevirtv1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/api/v1"
 	fakekubevirtv1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/api/v1/fake"
+	instancetypev1beta1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/instancetype/v1beta1"
+	fakeinstancetypev1beta1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/instancetype/v1beta1/fake"
 	migrationsv1alpha1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/migrations/v1alpha1"
 	fakemigrationsv1alpha1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/migrations/v1alpha1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,6 +95,11 @@ var (
 // KubevirtV1 retrieves the KubevirtV1Client
 func (c *Clientset) KubevirtV1() kubevirtv1.KubevirtV1Interface {
 	return &fakekubevirtv1.FakeKubevirtV1{Fake: &c.Fake}
+}
+
+// InstancetypeV1beta1 retrieves the InstancetypeV1beta1Client
+func (c *Clientset) InstancetypeV1beta1() instancetypev1beta1.InstancetypeV1beta1Interface {
+	return &fakeinstancetypev1beta1.FakeInstancetypeV1beta1{Fake: &c.Fake}
 }
 
 // MigrationsV1alpha1 retrieves the MigrationsV1alpha1Client

@@ -19,6 +19,7 @@ limitations under the License.
 package scheme
 
 import (
+	instancetypev1beta1 "github.com/nodevirt/nodevirt/cluster/api/instancetype/v1beta1"
 	migrationsv1alpha1 "github.com/nodevirt/nodevirt/cluster/api/migrations/v1alpha1"
 	kubevirtv1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,7 @@ var Codecs = serializer.NewCodecFactory(Scheme)
 var ParameterCodec = runtime.NewParameterCodec(Scheme)
 var localSchemeBuilder = runtime.SchemeBuilder{
 	kubevirtv1.AddToScheme,
+	instancetypev1beta1.AddToScheme,
 	migrationsv1alpha1.AddToScheme,
 }
 
