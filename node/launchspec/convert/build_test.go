@@ -57,6 +57,15 @@ func TestBuild_Golden(t *testing.T) {
 			return Input{VMI: vmi, Node: tcgNode, AllowEmulation: true, Paths: launchspec.DefaultPaths(),
 				Interfaces: []NIC{{Name: "default", Tap: "nvtap0123456789", MAC: "02:00:00:aa:bb:cc"}}}
 		}},
+		{"features-tcg", "features", func(vmi *v1.VirtualMachineInstance) Input {
+			return Input{VMI: vmi, Node: tcgNode, AllowEmulation: true, Paths: launchspec.DefaultPaths()}
+		}},
+		{"features-kvm", "features", func(vmi *v1.VirtualMachineInstance) Input {
+			return Input{VMI: vmi, Node: kvmNode, Paths: launchspec.DefaultPaths()}
+		}},
+		{"bios-clock", "", func(vmi *v1.VirtualMachineInstance) Input {
+			return Input{VMI: vmi, Node: kvmNode, Paths: launchspec.DefaultPaths()}
+		}},
 		{"buses", "", func(vmi *v1.VirtualMachineInstance) Input {
 			return Input{VMI: vmi, Node: kvmNode, Paths: launchspec.DefaultPaths(),
 				BlockPVCs: map[string]bool{"block-pvc": true},
@@ -75,6 +84,9 @@ func TestBuild_Golden(t *testing.T) {
 			spec, err := Build(tt.in(loadVMI(t, file)))
 			if err != nil {
 				t.Fatalf("Build: %v", err)
+			}
+			if err := checkArgv(spec.Args); err != nil {
+				t.Errorf("argv: %v", err)
 			}
 			if err := spec.Verify(); err != nil {
 				t.Fatalf("Verify: %v", err)
