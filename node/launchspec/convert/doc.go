@@ -51,7 +51,10 @@
 //     (Microsoft keys enrolled) and -global cfi.pflash01.secure=on; it
 //     requires features.smm (refused at admission otherwise, as
 //     KubeVirt). efi.persistent: true (NVRAM across VMI restarts) is
-//     refused; the NVRAM lives as long as the pod.
+//     refused; the NVRAM lives as long as the pod. With kernelBoot, OVMF
+//     loads -kernel through fw_cfg without checking it against db (the
+//     launcher test boots the Debian-signed kernel with secure boot
+//     reported enabled): kernelBoot under secure boot is not verified.
 //   - features.acpi (default on) → nothing; enabled: false → -machine
 //     acpi=off. features.smm → -machine smm=on|off. features.apic →
 //     nothing (the APIC is part of q35/pc; enabled: false is accepted and
