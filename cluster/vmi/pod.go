@@ -123,6 +123,7 @@ func RenderPod(vmi *v1.VirtualMachineInstance, cfg PodConfig, modes VolumeModes)
 			NodeSelector:                  nodeSelector,
 			Affinity:                      vmi.Spec.Affinity.DeepCopy(),
 			Tolerations:                   append([]corev1.Toleration(nil), vmi.Spec.Tolerations...),
+			PriorityClassName:             vmi.Spec.PriorityClassName,
 			Hostname:                      vmi.Spec.Hostname,
 			Subdomain:                     vmi.Spec.Subdomain,
 			SecurityContext: &corev1.PodSecurityContext{

@@ -45,6 +45,7 @@ func containerDiskVMI() *v1.VirtualMachineInstance {
 		vmi.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)
 		vmi.Spec.NodeSelector = map[string]string{"zone": "a"}
 		vmi.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
+		vmi.Spec.PriorityClassName = "non-preemptible"
 	})
 }
 

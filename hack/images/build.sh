@@ -8,7 +8,7 @@
 #   probe               static test tool (HTTP server/client, API check)
 #   <cmd>               every cmd/<cmd> except the clients nodectl and
 #                       kubectl-nodevirt: /usr/bin/<cmd>
-#   nodevirt-launcher   QEMU with its library closure, firmware and keymaps
+#   nodevirt-launcher   QEMU with its library closure, firmware (SeaBIOS, OVMF) and keymaps
 #                       (self-contained, nothing from the host's /usr), plus
 #                       /usr/bin/nodevirt-launcher once cmd/nodevirt-launcher exists
 #   guest-kernel        /boot/vmlinux, /boot/initrd.img   (firmware.kernelBoot.container)
@@ -84,6 +84,11 @@ qemu_mods=/usr/lib/x86_64-linux-gnu/qemu
 flags=(-libs)
 files=("$base=/" /usr/bin/qemu-system-x86_64=/usr/bin/qemu-system-x86_64 /usr/bin/qemu-img=/usr/bin/qemu-img
 	/usr/share/qemu=/usr/share/qemu /usr/share/seabios=/usr/share/seabios)
+# OVMF for firmware.bootloader.efi: only the 4 MiB builds the launch spec
+# names (node/launchspec/convert/firmware.go).
+for f in OVMF_CODE_4M.fd OVMF_VARS_4M.fd OVMF_CODE_4M.secboot.fd OVMF_VARS_4M.ms.fd; do
+	files+=("/usr/share/OVMF/$f=/usr/share/OVMF/$f")
+done
 for m in "$qemu_mods"/accel-*x86_64.so; do
 	[ -f "$m" ] && files+=("$m=$m")
 done

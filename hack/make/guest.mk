@@ -4,7 +4,7 @@
 GUEST_OUT := $(OUT)/guest
 GUEST_APT := qemu-system-x86 qemu-utils linux-image-amd64 busybox-static \
 	qemu-guest-agent cpio kmod xz-utils syslinux syslinux-common mtools \
-	dosfstools genisoimage iproute2
+	dosfstools genisoimage iproute2 ovmf
 
 .PHONY: guest-deps guest-images guest-clean
 

@@ -29,6 +29,8 @@ func (s *Server) prepareDisks(ctx context.Context, disks []launchspec.DiskPrep) 
 			err = preparePVCFile(d)
 		case launchspec.PVCBlock:
 			err = checkPVCBlock(d)
+		case launchspec.FirmwareVars:
+			err = prepareFirmwareVars(d)
 		default:
 			err = fmt.Errorf("unknown kind %q", d.Kind)
 		}
@@ -91,6 +93,40 @@ func (s *Server) prepareEmptyDisk(ctx context.Context, d launchspec.DiskPrep) er
 		return err
 	}
 	return f.Close()
+}
+
+// prepareFirmwareVars copies the variable store template unless the VM
+// already has its copy. The copy is written under a temporary name and
+// renamed, so a crash never leaves a truncated NVRAM behind.
+func prepareFirmwareVars(d launchspec.DiskPrep) error {
+	if _, err := os.Stat(d.Target); err == nil {
+		return nil
+	}
+	src, err := os.Open(d.SourcePath)
+	if err != nil {
+		return fmt.Errorf("firmware variable store template: %w", err)
+	}
+	defer src.Close()
+	if err := os.MkdirAll(filepath.Dir(d.Target), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(d.Target), ".vars-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, src); err != nil {
+		tmp.Close()
+		return fmt.Errorf("copy %s: %w", d.SourcePath, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), d.Target)
 }
 
 func (s *Server) qemuImg(ctx context.Context, args ...string) error {

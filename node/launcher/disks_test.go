@@ -101,3 +101,33 @@ func TestWaitHolderPID(t *testing.T) {
 		t.Errorf("waitHolderPID of a missing file: no error")
 	}
 }
+
+func TestPrepareFirmwareVars_CopiedOnceAndKept(t *testing.T) {
+	dir := t.TempDir()
+	tmpl := filepath.Join(dir, "OVMF_VARS.template")
+	if err := os.WriteFile(tmpl, []byte("template"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	d := launchspec.DiskPrep{Volume: "efi-vars", Kind: launchspec.FirmwareVars, Format: "raw",
+		Target: filepath.Join(dir, "private", "efi", "OVMF_VARS.fd"), SourcePath: tmpl}
+	if err := prepareFirmwareVars(d); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(d.Target); err != nil || string(b) != "template" {
+		t.Fatalf("copy = %q, %v", b, err)
+	}
+	// The guest wrote its NVRAM: a second prepare keeps it, and the
+	// template was never written.
+	if err := os.WriteFile(d.Target, []byte("guest vars"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := prepareFirmwareVars(d); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(d.Target); string(b) != "guest vars" {
+		t.Errorf("NVRAM replaced on a second prepare: %q", b)
+	}
+	if b, _ := os.ReadFile(tmpl); string(b) != "template" {
+		t.Errorf("template changed: %q", b)
+	}
+}

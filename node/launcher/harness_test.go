@@ -245,6 +245,25 @@ func (s *serial) waitLine(t *testing.T, prefix string, timeout time.Duration) st
 	return line
 }
 
+// find returns the first line starting with prefix, without waiting.
+func (s *serial) find(prefix string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.lines {
+		if strings.HasPrefix(l, prefix) {
+			return l, true
+		}
+	}
+	return "", false
+}
+
+// text is everything read so far.
+func (s *serial) text() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.lines, "\n")
+}
+
 // readExit reads sockets/qemu-exit.json.
 func readExit(t *testing.T, pd *pod) launcher.Exit {
 	t.Helper()

@@ -88,7 +88,17 @@ func (s *Server) startQEMU(ctx context.Context, spec launchspec.Spec) (*qemuProc
 	}
 	ours, theirs := os.NewFile(uintptr(fds[0]), "launcher-mon"), os.NewFile(uintptr(fds[1]), "qemu-mon")
 	defer ours.Close()
-	cmd := exec.Command(s.cfg.QEMU, append(slices.Clone(spec.Args), monitorArgs...)...)
+	args := slices.Clone(spec.Args)
+	if spec.RTC != nil {
+		// The guest clock's base is computed now, as QEMU starts.
+		base, err := spec.RTC.Base(time.Now())
+		if err != nil {
+			theirs.Close()
+			return nil, err
+		}
+		args = append(args, "-rtc", base)
+	}
+	cmd := exec.Command(s.cfg.QEMU, append(args, monitorArgs...)...)
 	cmd.ExtraFiles = []*os.File{theirs} // fd 3
 	cmd.Stdout, cmd.Stderr = s.cfg.QEMUOutput, s.cfg.QEMUOutput
 	// QEMU must not outlive the launcher.

@@ -28,6 +28,9 @@ type Spec struct {
 	// Devices maps VMI disk and interface names to the QEMU ids used in
 	// Args (for the agent: block stats, NIC status, hotplug).
 	Devices []Device `json:"devices,omitempty"`
+	// RTC, when set, is a guest clock base the launcher turns into a
+	// trailing "-rtc base=<date>" when it starts QEMU.
+	RTC *RTC `json:"rtc,omitempty"`
 	// GracePeriodSeconds is how long the launcher waits after an ACPI
 	// power-down on SIGTERM before it sends QMP quit.
 	GracePeriodSeconds int64 `json:"gracePeriodSeconds"`
@@ -81,6 +84,11 @@ const (
 	// created, the launcher only checks that it is a block device it can
 	// open, so a missing or unusable device fails naming the volume.
 	PVCBlock DiskKind = "pvcBlock"
+	// FirmwareVars: a copy of the firmware's variable store template
+	// SourcePath (an absolute path in the launcher image) at Target, made
+	// once per pod (kept if present, so a relaunch in the same pod keeps
+	// the NVRAM). Volume is "efi-vars".
+	FirmwareVars DiskKind = "firmwareVars"
 )
 
 // DiskPrep is one disk image the launcher creates before QEMU starts.
@@ -102,7 +110,7 @@ type DiskPrep struct {
 	ImageRoot string `json:"imageRoot,omitempty"`
 	// SourcePath (containerDisk) is the disk's path inside the image (the
 	// holder's root or ImageRoot); empty = the only regular file under
-	// /disk/.
+	// /disk/. For FirmwareVars it is the template in the launcher image.
 	SourcePath string `json:"sourcePath,omitempty"`
 	// SizeBytes (emptyDisk, pvcFile) is the virtual size of an image
 	// created by the launcher.
@@ -145,6 +153,11 @@ func (s Spec) Verify() error {
 	}
 	if s.GracePeriodSeconds < 0 {
 		return fmt.Errorf("%w: negative grace period", ErrInvalid)
+	}
+	if s.RTC != nil {
+		if err := s.RTC.Validate(); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
 	}
 	for i, d := range s.Disks {
 		if err := d.verify(); err != nil {
@@ -198,6 +211,13 @@ func (d DiskPrep) verify() error {
 	case PVCBlock:
 		if d.SizeBytes != 0 {
 			return fmt.Errorf("a block device has no size to create (%d)", d.SizeBytes)
+		}
+	case FirmwareVars:
+		if d.Format != "raw" {
+			return fmt.Errorf("format %q, want raw", d.Format)
+		}
+		if !filepath.IsAbs(d.SourcePath) || filepath.Clean(d.SourcePath) != d.SourcePath {
+			return fmt.Errorf("template %q is not a clean absolute path", d.SourcePath)
 		}
 	default:
 		return fmt.Errorf("unknown kind %q", d.Kind)

@@ -2,6 +2,8 @@ package v1
 
 // Disk attaches the volume of the same name to the guest.
 //
+// +kubebuilder:validation:XValidation:rule="!has(self.dedicatedIOThread) || !self.dedicatedIOThread || (!has(self.cdrom) && !has(self.lun) && (!has(self.disk) || !has(self.disk.bus) || self.disk.bus == 'virtio'))",fieldPath=".dedicatedIOThread",message="dedicatedIOThread needs bus virtio",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.io) || self.io != 'native' || (has(self.cache) && self.cache == 'none')",fieldPath=".io",message="io native needs cache none (O_DIRECT)",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="(has(self.disk) ? 1 : 0) + (has(self.cdrom) ? 1 : 0) + (has(self.lun) ? 1 : 0) <= 1",message="at most one of disk, cdrom or lun may be set"
 type Disk struct {
 	// Name matches a volume in spec.volumes.
@@ -31,7 +33,27 @@ type Disk struct {
 	// Cache is the host page cache mode.
 	// +optional
 	Cache DriverCache `json:"cache,omitempty"`
+	// IO is QEMU's I/O mode: native (Linux AIO; needs cache none) or
+	// threads (a thread pool, QEMU's default).
+	// +optional
+	IO DriverIO `json:"io,omitempty"`
+	// DedicatedIOThread gives the disk its own QEMU I/O thread (virtio
+	// disks only).
+	// +optional
+	DedicatedIOThread *bool `json:"dedicatedIOThread,omitempty"`
 }
+
+// DriverIO is a disk's I/O mode.
+//
+// +kubebuilder:validation:Enum=native;threads;default
+type DriverIO string
+
+// I/O modes; default is the same as unset.
+const (
+	IONative  DriverIO = "native"
+	IOThreads DriverIO = "threads"
+	IODefault DriverIO = "default"
+)
 
 // DiskBus is the bus a disk or CD-ROM hangs off.
 //

@@ -3,9 +3,12 @@ package v1
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // DomainSpec is the VM's virtual hardware.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.firmware) && has(self.firmware.bootloader) && has(self.firmware.bootloader.efi) && (!has(self.firmware.bootloader.efi.secureBoot) || self.firmware.bootloader.efi.secureBoot)) || (has(self.features) && has(self.features.smm) && (!has(self.features.smm.enabled) || self.features.smm.enabled))",fieldPath=".features.smm",message="EFI secure boot (firmware.bootloader.efi.secureBoot, default true) requires SMM: set features.smm: {} or efi.secureBoot: false",reason=FieldValueInvalid
 type DomainSpec struct {
 	// Resources are the launcher pod's requests and limits.
 	// +optional
@@ -18,6 +21,12 @@ type DomainSpec struct {
 	Machine *Machine `json:"machine,omitempty"`
 	// +optional
 	Firmware *Firmware `json:"firmware,omitempty"`
+	// Features are platform features: ACPI, APIC, SMM, Hyper-V.
+	// +optional
+	Features *Features `json:"features,omitempty"`
+	// Clock is the guest RTC's base and the guest's timers.
+	// +optional
+	Clock *Clock `json:"clock,omitempty"`
 	// Devices are the VM's disks, NICs and auto-attached devices.
 	Devices Devices `json:"devices"`
 }
@@ -90,11 +99,56 @@ type Machine struct {
 // DefaultMachineType is used when spec.domain.machine.type is unset.
 const DefaultMachineType = "q35"
 
-// Firmware configures how the guest boots.
+// Firmware configures how the guest boots and identifies itself.
 type Firmware struct {
+	// UUID is the SMBIOS system UUID (/sys/class/dmi/id/product_uuid);
+	// default the VMI's metadata.uid.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`
+	UUID types.UID `json:"uuid,omitempty"`
+	// Serial is the SMBIOS system serial number.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[\x20-\x7e]*$`
+	Serial string `json:"serial,omitempty"`
+	// Bootloader selects BIOS (default) or EFI.
+	// +optional
+	Bootloader *Bootloader `json:"bootloader,omitempty"`
 	// KernelBoot boots a kernel and initrd taken from a container image.
 	// +optional
 	KernelBoot *KernelBoot `json:"kernelBoot,omitempty"`
+}
+
+// Bootloader is the guest firmware: BIOS (SeaBIOS, the default) or EFI (OVMF).
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.bios) && has(self.efi))",message="at most one of bios and efi may be set"
+type Bootloader struct {
+	// +optional
+	BIOS *BIOS `json:"bios,omitempty"`
+	// +optional
+	EFI *EFI `json:"efi,omitempty"`
+}
+
+// BIOS boots through SeaBIOS.
+type BIOS struct {
+	// UseSerial sends the BIOS's output to the serial console.
+	// +optional
+	UseSerial *bool `json:"useSerial,omitempty"`
+}
+
+// EFI boots through OVMF.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.persistent) || !self.persistent",fieldPath=".persistent",message="persistent EFI NVRAM (kept across VMI restarts) is not supported by nodevirt: the NVRAM lives as long as the VMI",reason=FieldValueForbidden
+type EFI struct {
+	// SecureBoot uses the secure-boot OVMF build with Microsoft's keys
+	// enrolled. Default true; requires features.smm.
+	// +optional
+	SecureBoot *bool `json:"secureBoot,omitempty"`
+	// Persistent keeps the NVRAM across VMI restarts; only false is
+	// supported (the NVRAM survives guest reboots, not a new VMI).
+	// +optional
+	Persistent *bool `json:"persistent,omitempty"`
 }
 
 // KernelBoot boots the guest from a kernel (and initrd) instead of a disk.
@@ -157,4 +211,27 @@ type Devices struct {
 	// AutoattachMemBalloon adds a virtio balloon. Default true.
 	// +optional
 	AutoattachMemBalloon *bool `json:"autoattachMemBalloon,omitempty"`
+	// Rng adds a virtio RNG fed from the host's /dev/urandom.
+	// +optional
+	Rng *Rng `json:"rng,omitempty"`
+	// Inputs are input devices (tablets).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=4
+	Inputs []Input `json:"inputs,omitempty"`
+	// Watchdog is a hardware watchdog.
+	// +optional
+	Watchdog *Watchdog `json:"watchdog,omitempty"`
+	// BlockMultiQueue gives every virtio-blk disk one queue per vCPU.
+	// +optional
+	BlockMultiQueue *bool `json:"blockMultiQueue,omitempty"`
+	// NetworkInterfaceMultiQueue gives virtio NICs one queue pair per vCPU
+	// where the binding allows it.
+	// +optional
+	NetworkInterfaceMultiQueue *bool `json:"networkInterfaceMultiqueue,omitempty"`
+	// TPM is a virtual TPM. nodevirt has none: only tpm.enabled: false is
+	// accepted.
+	// +optional
+	TPM *TPMDevice `json:"tpm,omitempty"`
 }

@@ -16,15 +16,16 @@ type invalidCase struct {
 }
 
 const (
-	vmFile  = "vm-kubevirt-v1.yaml"
-	vmiFile = "vmi-all-fields.yaml"
+	vmFile     = "vm-kubevirt-v1.yaml"
+	vmiFile    = "vmi-all-fields.yaml"
+	domainFile = "vmi-domain-fields.yaml"
 )
 
 // tmpl is the path of the VMI spec inside a VirtualMachine.
 var tmpl = []any{"spec", "template", "spec"}
 
 func invalidCases() []invalidCase {
-	return []invalidCase{
+	return append(domainInvalidCases(), []invalidCase{
 		{
 			name: "disk-without-volume", file: vmiFile,
 			mutate: func(o map[string]any) {
@@ -139,9 +140,9 @@ func invalidCases() []invalidCase {
 		{
 			name: "unsupported-bootloader", file: vmiFile,
 			mutate: func(o map[string]any) {
-				set(o, map[string]any{"efi": map[string]any{}}, "spec", "domain", "firmware", "bootloader")
+				set(o, map[string]any{"grub": map[string]any{}}, "spec", "domain", "firmware", "bootloader")
 			},
-			field: "spec.domain.firmware.bootloader", detail: "unknown field",
+			field: "spec.domain.firmware.bootloader.grub", detail: "unknown field",
 		},
 		{
 			name: "v1alpha3-memory-abc", file: vmFile, version: "v1alpha3",
@@ -185,7 +186,7 @@ func invalidCases() []invalidCase {
 			},
 			field: "spec.domain.devices.interfaces[0].ports", detail: "only be declared with the masquerade binding",
 		},
-	}
+	}...)
 }
 
 // walk returns the container holding the last element of path, creating maps

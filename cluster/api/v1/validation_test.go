@@ -57,7 +57,7 @@ func TestAdmission(t *testing.T) {
 	})
 
 	t.Run("valid", func(t *testing.T) {
-		for _, f := range []string{"vm-kubevirt-v1.yaml", "vm-kubevirt-v1alpha3.yaml", "vmi-all-fields.yaml", "vmi-bridge.yaml", "vmim.yaml", "vm-status.yaml", "vmi-status.yaml"} {
+		for _, f := range []string{"vm-kubevirt-v1.yaml", "vm-kubevirt-v1alpha3.yaml", "vmi-all-fields.yaml", "vmi-domain-fields.yaml", "vmi-bios-timezone.yaml", "vmi-bridge.yaml", "vmim.yaml", "vm-status.yaml", "vmi-status.yaml"} {
 			for _, version := range []string{"v1", "v1alpha3"} {
 				t.Run(f+"/"+version, func(t *testing.T) {
 					obj := load(t, f)

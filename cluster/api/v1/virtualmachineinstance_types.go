@@ -73,6 +73,12 @@ type VirtualMachineInstanceSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
 
+	// PriorityClassName is the launcher pod's priority class.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
 	// Volumes are the storage sources disks refer to by name.
 	// +optional
 	// +listType=map

@@ -26,11 +26,14 @@ func Build(in Input) (launchspec.Spec, error) {
 		{"machine", b.machine},
 		{"accelerator", b.accelerator},
 		{"cpu and memory", b.cpuMemory},
+		{"clock", b.clock},
+		{"firmware", b.firmware},
 		{"kernel boot", b.kernelBoot},
 		{"monitors", b.monitors},
 		{"disks", b.disks},
 		{"interfaces", b.interfaces},
 		{"consoles", b.consoles},
+		{"platform devices", b.platformDevices},
 	}
 	for _, s := range steps {
 		if err := s.fn(); err != nil {
@@ -42,6 +45,7 @@ func Build(in Input) (launchspec.Spec, error) {
 		Args:               b.args,
 		Disks:              b.prep,
 		Devices:            b.devices,
+		RTC:                b.rtc,
 		GracePeriodSeconds: DefaultGracePeriodSeconds,
 	}
 	if g := b.vmi.Spec.TerminationGracePeriodSeconds; g != nil {

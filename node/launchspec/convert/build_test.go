@@ -57,6 +57,15 @@ func TestBuild_Golden(t *testing.T) {
 			return Input{VMI: vmi, Node: tcgNode, AllowEmulation: true, Paths: launchspec.DefaultPaths(),
 				Interfaces: []NIC{{Name: "default", Tap: "nvtap0123456789", MAC: "02:00:00:aa:bb:cc"}}}
 		}},
+		{"features-tcg", "features", func(vmi *v1.VirtualMachineInstance) Input {
+			return Input{VMI: vmi, Node: tcgNode, AllowEmulation: true, Paths: launchspec.DefaultPaths()}
+		}},
+		{"features-kvm", "features", func(vmi *v1.VirtualMachineInstance) Input {
+			return Input{VMI: vmi, Node: kvmNode, Paths: launchspec.DefaultPaths()}
+		}},
+		{"bios-clock", "", func(vmi *v1.VirtualMachineInstance) Input {
+			return Input{VMI: vmi, Node: kvmNode, Paths: launchspec.DefaultPaths()}
+		}},
 		{"buses", "", func(vmi *v1.VirtualMachineInstance) Input {
 			return Input{VMI: vmi, Node: kvmNode, Paths: launchspec.DefaultPaths(),
 				BlockPVCs: map[string]bool{"block-pvc": true},
@@ -75,6 +84,9 @@ func TestBuild_Golden(t *testing.T) {
 			spec, err := Build(tt.in(loadVMI(t, file)))
 			if err != nil {
 				t.Fatalf("Build: %v", err)
+			}
+			if err := checkArgv(spec.Args); err != nil {
+				t.Errorf("argv: %v", err)
 			}
 			if err := spec.Verify(); err != nil {
 				t.Fatalf("Verify: %v", err)
@@ -177,6 +189,46 @@ func TestBuild_Errors(t *testing.T) {
 			in.VMI.Spec.Domain.Firmware = &v1.Firmware{KernelBoot: &v1.KernelBoot{
 				Container: &v1.KernelBootContainer{Image: "k", KernelPath: "/boot/vmlinux", InitrdPath: "/"}}}
 		}, ErrInvalid},
+		{"tpm enabled", func(in *Input) { in.VMI.Spec.Domain.Devices.TPM = &v1.TPMDevice{} }, ErrUnsupported},
+		{"secure boot without smm", func(in *Input) {
+			in.VMI.Spec.Domain.Firmware = &v1.Firmware{Bootloader: &v1.Bootloader{EFI: &v1.EFI{}}}
+		}, ErrInvalid},
+		{"efi persistent", func(in *Input) {
+			yes := true
+			in.VMI.Spec.Domain.Firmware = &v1.Firmware{Bootloader: &v1.Bootloader{EFI: &v1.EFI{SecureBoot: new(bool), Persistent: &yes}}}
+		}, ErrUnsupported},
+		{"firmware serial with a newline", func(in *Input) { in.VMI.Spec.Domain.Firmware = &v1.Firmware{Serial: "a\nb"} }, ErrInvalid},
+		{"firmware uuid", func(in *Input) { in.VMI.Spec.Domain.Firmware = &v1.Firmware{UUID: "x,y"} }, ErrInvalid},
+		{"timezone injection", func(in *Input) {
+			tz := v1.ClockOffsetTimezone("UTC,clock=vm")
+			in.VMI.Spec.Domain.Clock = &v1.Clock{ClockOffset: v1.ClockOffset{Timezone: &tz}}
+		}, ErrInvalid},
+		{"unknown timezone", func(in *Input) {
+			tz := v1.ClockOffsetTimezone("Mars/Olympus_Mons")
+			in.VMI.Spec.Domain.Clock = &v1.Clock{ClockOffset: v1.ClockOffset{Timezone: &tz}}
+		}, ErrInvalid},
+		{"spinlocks below 4096", func(in *Input) {
+			n := uint32(10)
+			in.Node = kvmNode
+			in.VMI.Spec.Domain.Features = &v1.Features{Hyperv: &v1.FeatureHyperv{Spinlocks: &v1.FeatureSpinlocks{Retries: &n}}}
+		}, ErrInvalid},
+		{"synic without vpindex", func(in *Input) {
+			in.Node = kvmNode
+			in.VMI.Spec.Domain.Features = &v1.Features{Hyperv: &v1.FeatureHyperv{SyNIC: &v1.FeatureState{}}}
+		}, ErrInvalid},
+		{"vendor id injection", func(in *Input) {
+			in.Node = kvmNode
+			in.VMI.Spec.Domain.Features = &v1.Features{Hyperv: &v1.FeatureHyperv{VendorID: &v1.FeatureVendorID{VendorID: "a,hv-evmcs"}}}
+		}, ErrInvalid},
+		{"io native without cache none", func(in *Input) { in.VMI.Spec.Domain.Devices.Disks[0].IO = v1.IONative }, ErrInvalid},
+		{"dedicated iothread on sata", func(in *Input) {
+			yes := true
+			in.VMI.Spec.Domain.Devices.Disks[1].DedicatedIOThread = &yes
+		}, ErrUnsupported},
+		{"keyboard input", func(in *Input) {
+			in.VMI.Spec.Domain.Devices.Inputs = []v1.Input{{Name: "k", Type: "keyboard"}}
+		}, ErrUnsupported},
+		{"watchdog without model", func(in *Input) { in.VMI.Spec.Domain.Devices.Watchdog = &v1.Watchdog{Name: "w"} }, ErrUnsupported},
 		{"kernelBoot without container", func(in *Input) {
 			in.VMI.Spec.Domain.Firmware = &v1.Firmware{KernelBoot: &v1.KernelBoot{KernelArgs: "x"}}
 		}, ErrUnsupported},

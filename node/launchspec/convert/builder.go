@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/google/uuid"
-
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/node/launchspec"
 )
@@ -22,6 +20,8 @@ type builder struct {
 
 	machineType string
 	kvm         bool
+	vcpus       uint64
+	rtc         *launchspec.RTC
 	// controllers added on demand
 	scsi, usb, virtioSerial bool
 	satePorts               int
@@ -32,12 +32,12 @@ func (b *builder) add(args ...string) { b.args = append(b.args, args...) }
 func (b *builder) device(obj map[string]any) { b.add("-device", jsonArg(obj)) }
 
 func (b *builder) identity() error {
-	id, err := uuid.Parse(string(b.vmi.UID))
+	id, err := b.systemUUID()
 	if err != nil {
-		return fmt.Errorf("%w: metadata.uid %q is not a UUID", ErrInvalid, b.vmi.UID)
+		return err
 	}
 	b.add("-name", "guest="+escape(b.vmi.Namespace+"_"+b.vmi.Name)+",debug-threads=on",
-		"-uuid", id.String(),
+		"-uuid", id,
 		"-nodefaults", "-no-user-config", "-display", "none")
 	s := b.vmi.Spec.StartStrategy
 	switch {
@@ -59,7 +59,7 @@ func (b *builder) machine() error {
 	if !machineTypeRE.MatchString(b.machineType) {
 		return fmt.Errorf("%w: spec.domain.machine.type %q", ErrUnsupported, b.machineType)
 	}
-	b.add("-machine", b.machineType)
+	b.add("-machine", strings.Join(append([]string{b.machineType}, b.machineProps()...), ","))
 	return nil
 }
 
@@ -71,9 +71,13 @@ func (b *builder) accelerator() error {
 	if c := b.vmi.Spec.Domain.CPU; c != nil {
 		model = c.Model
 	}
+	b.kvm = kvm.Usable
+	flags, err := b.cpuFlags()
+	if err != nil {
+		return err
+	}
 	switch {
 	case kvm.Usable:
-		b.kvm = true
 		switch model {
 		case "", "host-passthrough", "host-model":
 			model = "host"
@@ -81,7 +85,7 @@ func (b *builder) accelerator() error {
 		if !cpuModelRE.MatchString(model) {
 			return fmt.Errorf("%w: spec.domain.cpu.model %q", ErrUnsupported, model)
 		}
-		b.add("-accel", "kvm", "-cpu", model)
+		b.add("-accel", "kvm", "-cpu", strings.Join(append([]string{model}, flags...), ","))
 	case b.in.AllowEmulation:
 		// Under TCG every model is emulated; "max" enables all features
 		// TCG implements. A named model is ignored rather than refused so
@@ -110,6 +114,7 @@ func (b *builder) cpuMemory() error {
 	if n > 288 {
 		return fmt.Errorf("%w: spec.domain.cpu: %d vCPUs (at most 288)", ErrUnsupported, n)
 	}
+	b.vcpus = n
 	b.add("-smp", fmt.Sprintf("%d,sockets=%d,cores=%d,threads=%d", n, sockets, cores, threads))
 
 	d := b.vmi.Spec.Domain

@@ -149,9 +149,24 @@ func (b *builder) disk(i int, d v1.Disk, src diskSource) error {
 	default:
 		return fmt.Errorf("%w: cache %q", ErrUnsupported, d.Cache)
 	}
+	switch d.IO {
+	case "", v1.IODefault:
+	case v1.IOThreads:
+		file["aio"] = "threads"
+	case v1.IONative:
+		if d.Cache != v1.CacheNone {
+			return fmt.Errorf("%w: io native needs cache none", ErrInvalid)
+		}
+		file["aio"] = "native"
+	default:
+		return fmt.Errorf("%w: io %q", ErrUnsupported, d.IO)
+	}
 	b.add("-blockdev", jsonArg(file), "-blockdev", jsonArg(format))
 
 	dev := map[string]any{"drive": fmtNode, "id": id}
+	if err := b.virtioBlkExtras(id, d, t, dev); err != nil {
+		return err
+	}
 	if d.Serial != "" {
 		dev["serial"] = d.Serial
 	}
@@ -207,6 +222,24 @@ func (b *builder) busDevice(dev map[string]any, t target, writeCache string) err
 	}
 	if writeCache != "" {
 		dev["write-cache"] = writeCache
+	}
+	return nil
+}
+
+// virtioBlkExtras adds a dedicated I/O thread and, with
+// devices.blockMultiQueue, one queue per vCPU to a virtio-blk disk.
+func (b *builder) virtioBlkExtras(id string, d v1.Disk, t target, dev map[string]any) error {
+	virtio := t.bus == v1.DiskBusVirtio && !t.cdrom
+	if d.DedicatedIOThread != nil && *d.DedicatedIOThread {
+		if !virtio {
+			return fmt.Errorf("%w: dedicatedIOThread needs bus virtio", ErrUnsupported)
+		}
+		thread := "iothread-" + id
+		b.add("-object", jsonArg(map[string]any{"qom-type": "iothread", "id": thread}))
+		dev["iothread"] = thread
+	}
+	if mq := b.vmi.Spec.Domain.Devices.BlockMultiQueue; mq != nil && *mq && virtio && b.vcpus > 1 {
+		dev["num-queues"] = b.vcpus
 	}
 	return nil
 }

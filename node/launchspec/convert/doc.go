@@ -31,9 +31,74 @@
 //     default of up to 1 GiB: the launcher pod's memory request stays
 //     small) with -cpu max; otherwise ErrNoAccelerator naming the reason.
 //   - Graphics: unless autoattachGraphicsDevice is false, a "VGA" device
-//     (KubeVirt's amd64 BIOS default, model vga; KubeVirt picks bochs only
-//     for EFI, which nodevirt does not boot) and -vnc on sockets/vnc.sock,
-//     for the vnc and vnc/screenshot subresources.
+//     (KubeVirt's amd64 BIOS default, model vga; OVMF drives it too, so
+//     EFI guests keep it rather than KubeVirt's bochs) and -vnc on
+//     sockets/vnc.sock, for the vnc and vnc/screenshot subresources.
+//
+// # Domain fields (KubeVirt spelling → QEMU)
+//
+//   - firmware.uuid → -uuid (SMBIOS type 1 UUID); unset = metadata.uid.
+//     firmware.serial → -smbios type=1,serial= (comma-escaped, printable
+//     ASCII only).
+//   - firmware.bootloader.bios.useSerial → -machine graphics=off, which
+//     makes SeaBIOS print on the serial port. bios is the default.
+//   - firmware.bootloader.efi → OVMF from Debian's ovmf package in the
+//     launcher image: code (OVMF_CODE_4M.fd, read-only) as pflash0, and
+//     a per-VM copy of the VARS template as pflash1 in the private
+//     directory (DiskPrep kind firmwareVars, made by the launcher; the
+//     shared template is never opened by QEMU). secureBoot (default true,
+//     as KubeVirt) uses OVMF_CODE_4M.secboot.fd with OVMF_VARS_4M.ms.fd
+//     (Microsoft keys enrolled) and -global cfi.pflash01.secure=on; it
+//     requires features.smm (refused at admission otherwise, as
+//     KubeVirt). efi.persistent: true (NVRAM across VMI restarts) is
+//     refused; the NVRAM lives as long as the pod. With kernelBoot, OVMF
+//     loads -kernel through fw_cfg without checking it against db (the
+//     launcher test boots the Debian-signed kernel with secure boot
+//     reported enabled): kernelBoot under secure boot is not verified.
+//   - features.acpi (default on) → nothing; enabled: false → -machine
+//     acpi=off. features.smm → -machine smm=on|off. features.apic →
+//     nothing (the APIC is part of q35/pc; enabled: false is accepted and
+//     has no effect), endOfInterrupt → kvm-pv-eoi=on (KVM only).
+//   - features.pvspinlock → kvm-pv-unhalt=on|off, features.kvm.hidden →
+//     kvm=off, clock.timer.kvm.present: false → kvmclock=off: KVM only.
+//   - features.hyperv → hv-relaxed, hv-vapic, hv-spinlocks=0x<n>,
+//     hv-vpindex, hv-runtime, hv-synic, hv-stimer (+ hv-time, which QEMU
+//     requires; direct → hv-stimer-direct), hv-reset, hv-frequencies,
+//     hv-reenlightenment, hv-tlbflush, hv-ipi, hv-evmcs,
+//     hv-vendor-id=<id>; clock.timer.hyperv → hv-time. Under KVM only:
+//     QEMU 7.2 implements the Hyper-V CPUID leaves and MSRs in its KVM
+//     code alone, so under TCG every Hyper-V field is accepted and
+//     emitted as nothing (QEMU would start, but the guest would not see
+//     them). The dependencies QEMU enforces (synic→vpindex,
+//     synictimer→synic, tlbflush/ipi→vpindex, evmcs→vapic) are refused
+//     at admission and again here.
+//   - clock: no clock = QEMU's default, base=utc. utc: {} → -rtc
+//     base=utc. utc.offsetSeconds and timezone depend on the start time,
+//     so the spec carries them in Spec.RTC and the launcher appends
+//     "-rtc base=<date>" when it starts QEMU (QEMU merges -rtc options).
+//     Zone names are checked against the tz database embedded in the
+//     binaries (time/tzdata), and by a CRD pattern at admission.
+//     timer.rtc.tickPolicy catchup → driftfix=slew (delay = QEMU's
+//     default); track guest|wall → clock=vm|host. timer.pit.tickPolicy →
+//     -global kvm-pit.lost_tick_policy=delay|discard under KVM (catchup
+//     maps to delay: kvm-pit re-injects missed ticks); QEMU's own PIT
+//     under TCG has no policy, so nothing is emitted. timer.hpet.present:
+//     false → -machine hpet=off; hpet.tickPolicy has no QEMU equivalent
+//     and is accepted without effect. pit.present: false is accepted
+//     without effect (q35 and pc always have a PIT).
+//   - devices.rng → -object rng-random on /dev/urandom + virtio-rng-pci.
+//   - devices.inputs tablet: bus usb (default) → usb-tablet on the
+//     qemu-xhci controller (added once), virtio → virtio-tablet-pci.
+//   - devices.watchdog.i6300esb → -device i6300esb and -watchdog-action
+//     (default reset; shutdown = ACPI power-down request).
+//   - devices.tpm: only enabled: false is accepted (no swtpm).
+//   - devices.blockMultiQueue → num-queues = vCPUs on every virtio-blk
+//     disk (unset leaves QEMU's default, which on 7.2 is also one queue
+//     per vCPU). devices.networkInterfaceMultiqueue is accepted without
+//     effect: netsetup creates single-queue taps (see netsetup's doc).
+//   - disks[].io native|threads → the file node's aio (native needs cache
+//     none, refused otherwise); dedicatedIOThread → an iothread object
+//     per disk (virtio only).
 //   - No -no-shutdown: a guest power-off ends QEMU (exit 0) right after the
 //     SHUTDOWN event, so the pod completes; the agent sees the event on
 //     qmp.sock and the launcher records the outcome (package launcher).

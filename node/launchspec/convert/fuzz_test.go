@@ -20,32 +20,40 @@ type optionSyntax struct {
 	json    bool     // the value must be a JSON object
 	opts    bool     // the value is QemuOpts key=value,...
 	implied bool     // opts: the first element may lack "key="
+	flags   bool     // opts: any element may be a bare key (-cpu features)
 	keys    []string // allowed keys (opts and json)
 }
 
 // qemuOptions lists every option Build may emit and the keys it may use.
 var qemuOptions = map[string]optionSyntax{
-	"-nodefaults":     {},
-	"-no-user-config": {},
-	"-S":              {},
-	"-incoming":       {arg: true},
-	"-name":           {arg: true, opts: true, keys: []string{"guest", "debug-threads"}},
-	"-uuid":           {arg: true},
-	"-display":        {arg: true, opts: true, implied: true},
-	"-machine":        {arg: true, opts: true, implied: true},
-	"-accel":          {arg: true, opts: true, implied: true, keys: []string{"tb-size"}},
-	"-cpu":            {arg: true, opts: true, implied: true},
-	"-smp":            {arg: true, opts: true, implied: true, keys: []string{"sockets", "cores", "threads"}},
-	"-m":              {arg: true, opts: true, implied: true},
-	"-kernel":         {arg: true},
-	"-initrd":         {arg: true},
-	"-append":         {arg: true},
-	"-chardev":        {arg: true, opts: true, implied: true, keys: []string{"id", "path", "server", "wait", "logfile", "logappend"}},
-	"-mon":            {arg: true, opts: true, keys: []string{"chardev", "mode"}},
-	"-vnc":            {arg: true, opts: true, implied: true},
+	"-nodefaults":      {},
+	"-no-user-config":  {},
+	"-S":               {},
+	"-incoming":        {arg: true},
+	"-name":            {arg: true, opts: true, keys: []string{"guest", "debug-threads"}},
+	"-uuid":            {arg: true},
+	"-display":         {arg: true, opts: true, implied: true},
+	"-machine":         {arg: true, opts: true, implied: true, keys: []string{"acpi", "smm", "hpet", "graphics", "pflash0", "pflash1"}},
+	"-rtc":             {arg: true, opts: true, keys: []string{"base", "clock", "driftfix"}},
+	"-global":          {arg: true, opts: true, implied: true, keys: []string{"driver", "property", "value", "kvm-pit.lost_tick_policy"}},
+	"-smbios":          {arg: true, opts: true, keys: []string{"type", "serial"}},
+	"-watchdog-action": {arg: true},
+	"-object":          {arg: true, json: true, keys: []string{"qom-type", "id", "filename"}},
+	"-accel":           {arg: true, opts: true, implied: true, keys: []string{"tb-size"}},
+	"-cpu": {arg: true, opts: true, implied: true, flags: true, keys: []string{"hv-relaxed", "hv-vapic", "hv-spinlocks",
+		"hv-vpindex", "hv-runtime", "hv-synic", "hv-stimer", "hv-stimer-direct", "hv-time", "hv-reset", "hv-vendor-id",
+		"hv-frequencies", "hv-reenlightenment", "hv-tlbflush", "hv-ipi", "hv-evmcs", "kvm-pv-eoi", "kvm-pv-unhalt", "kvm", "kvmclock"}},
+	"-smp":     {arg: true, opts: true, implied: true, keys: []string{"sockets", "cores", "threads"}},
+	"-m":       {arg: true, opts: true, implied: true},
+	"-kernel":  {arg: true},
+	"-initrd":  {arg: true},
+	"-append":  {arg: true},
+	"-chardev": {arg: true, opts: true, implied: true, keys: []string{"id", "path", "server", "wait", "logfile", "logappend"}},
+	"-mon":     {arg: true, opts: true, keys: []string{"chardev", "mode"}},
+	"-vnc":     {arg: true, opts: true, implied: true},
 	"-device": {arg: true, json: true, keys: []string{"driver", "id", "bus", "chardev", "name", "drive",
-		"serial", "bootindex", "write-cache", "netdev", "mac"}},
-	"-blockdev": {arg: true, json: true, keys: []string{"driver", "filename", "node-name", "read-only", "file", "cache"}},
+		"serial", "bootindex", "write-cache", "netdev", "mac", "rng", "iothread", "num-queues"}},
+	"-blockdev": {arg: true, json: true, keys: []string{"driver", "filename", "node-name", "read-only", "file", "cache", "aio"}},
 	"-netdev":   {arg: true, json: true, keys: []string{"type", "id", "ifname", "script", "downscript"}},
 }
 
@@ -77,7 +85,7 @@ func checkArgv(args []string) error {
 			}
 		case syn.opts:
 			var err error
-			if keys, err = optsKeys(val, syn.implied); err != nil {
+			if keys, err = optsKeys(val, syn.implied, syn.flags); err != nil {
 				return fmt.Errorf("%s %q: %w", opt, val, err)
 			}
 		}
@@ -91,8 +99,9 @@ func checkArgv(args []string) error {
 }
 
 // optsKeys splits a QemuOpts string (",," is a literal comma) and returns
-// its keys; with implied, the first element may be a bare value.
-func optsKeys(s string, implied bool) ([]string, error) {
+// its keys; with implied, the first element may be a bare value; with
+// flags, any later element may be a bare key (a -cpu feature).
+func optsKeys(s string, implied, flags bool) ([]string, error) {
 	var parts []string
 	var cur strings.Builder
 	for i := 0; i < len(s); i++ {
@@ -114,6 +123,10 @@ func optsKeys(s string, implied bool) ([]string, error) {
 		k, _, ok := strings.Cut(p, "=")
 		if !ok {
 			if n == 0 && implied {
+				continue
+			}
+			if flags {
+				keys = append(keys, k)
 				continue
 			}
 			return nil, fmt.Errorf("element %q has no key", p)
@@ -185,6 +198,31 @@ func FuzzBuild(f *testing.F) {
 		paths := launchspec.Paths{Sockets: dir + "/s", Private: dir + "/p", PVCs: dir + "/v", Block: dir + "/b"}
 		for _, kvm := range []bool{false, true} {
 			spec, err := Build(Input{VMI: vmi, Node: NodeFacts{KVM: KVM{Usable: kvm}}, AllowEmulation: true, Paths: paths,
+				Interfaces: []NIC{{Name: name, Tap: tap, MAC: mac}}, BlockPVCs: map[string]bool{vol + "-pvc": kvm}})
+			if err != nil {
+				continue
+			}
+			if err := checkArgv(spec.Args); err != nil {
+				t.Fatalf("injection: %v\nargv: %q", err, spec.Args)
+			}
+			if err := spec.Verify(); err != nil {
+				t.Fatalf("built spec does not verify: %v", err)
+			}
+		}
+		// The same strings in the domain fields of issue 19.
+		extra := vmi.DeepCopy()
+		d := &extra.Spec.Domain
+		tz := v1.ClockOffsetTimezone(kernelArgs)
+		d.Clock = &v1.Clock{ClockOffset: v1.ClockOffset{Timezone: &tz}}
+		d.Features = &v1.Features{SMM: &v1.FeatureState{}, Hyperv: &v1.FeatureHyperv{VendorID: &v1.FeatureVendorID{VendorID: cpuModel}}}
+		d.Firmware.Serial = serial
+		d.Firmware.UUID = types.UID(name)
+		d.Firmware.Bootloader = &v1.Bootloader{EFI: &v1.EFI{}}
+		d.Devices.Rng = &v1.Rng{}
+		d.Devices.Inputs = []v1.Input{{Name: name, Type: v1.InputTypeTablet, Bus: v1.InputBus(bus)}}
+		d.Devices.Watchdog = &v1.Watchdog{Name: name, WatchdogDevice: v1.WatchdogDevice{I6300ESB: &v1.I6300ESBWatchdog{Action: v1.WatchdogAction(model)}}}
+		for _, kvm := range []bool{false, true} {
+			spec, err := Build(Input{VMI: extra, Node: NodeFacts{KVM: KVM{Usable: kvm}}, AllowEmulation: true, Paths: paths,
 				Interfaces: []NIC{{Name: name, Tap: tap, MAC: mac}}, BlockPVCs: map[string]bool{vol + "-pvc": kvm}})
 			if err != nil {
 				continue

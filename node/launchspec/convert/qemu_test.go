@@ -24,7 +24,7 @@ const qemuBinary = "/usr/bin/qemu-system-x86_64"
 func TestBuild_QEMUAccepts(t *testing.T) {
 	_, err := os.Stat(qemuBinary)
 	testenv.Require(t, err == nil, qemuBinary, "guest-deps")
-	for _, name := range []string{"kernelboot", "containerdisk", "buses"} {
+	for _, name := range []string{"kernelboot", "containerdisk", "buses", "features", "bios-clock"} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			paths := launchspec.Paths{Sockets: filepath.Join(dir, "s"), Private: filepath.Join(dir, "p"),
@@ -37,7 +37,15 @@ func TestBuild_QEMUAccepts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			prepareFirmware(t, spec)
 			args := runnable(t, spec.Args)
+			if spec.RTC != nil {
+				base, err := spec.RTC.Base(time.Now())
+				if err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "-rtc", base)
+			}
 			runQEMU(t, paths, append(args, "-S"))
 		})
 	}
@@ -71,6 +79,9 @@ func runnable(t *testing.T, args []string) []string {
 				t.Fatal(err)
 			}
 			if fn, ok := obj["filename"].(string); ok {
+				if _, err := os.Stat(fn); err == nil {
+					continue // firmware: the OVMF code and the VM's VARS copy
+				}
 				if obj["driver"] == "host_device" {
 					t.Fatalf("golden input uses a block device: %s", out[i])
 				}
@@ -84,6 +95,25 @@ func runnable(t *testing.T, args []string) []string {
 		}
 	}
 	return out
+}
+
+// prepareFirmware does what the launcher does for FirmwareVars: copy the
+// VARS template into the VM's private directory.
+func prepareFirmware(t *testing.T, spec launchspec.Spec) {
+	t.Helper()
+	for _, d := range spec.Disks {
+		if d.Kind != launchspec.FirmwareVars {
+			continue
+		}
+		b, err := os.ReadFile(d.SourcePath)
+		testenv.Require(t, err == nil, d.SourcePath, "guest-deps")
+		if err := os.MkdirAll(filepath.Dir(d.Target), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(d.Target, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func writeFile(t *testing.T, path string, size int64) {
