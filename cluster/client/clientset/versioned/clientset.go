@@ -24,6 +24,7 @@ import (
 
 	kubevirtv1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/api/v1"
 	migrationsv1alpha1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/migrations/v1alpha1"
+	poolv1alpha1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/pool/v1alpha1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
 	flowcontrol "k8s.io/client-go/util/flowcontrol"
@@ -33,6 +34,7 @@ type Interface interface {
 	Discovery() discovery.DiscoveryInterface
 	KubevirtV1() kubevirtv1.KubevirtV1Interface
 	MigrationsV1alpha1() migrationsv1alpha1.MigrationsV1alpha1Interface
+	PoolV1alpha1() poolv1alpha1.PoolV1alpha1Interface
 }
 
 // Clientset contains the clients for groups.
@@ -40,6 +42,7 @@ type Clientset struct {
 	*discovery.DiscoveryClient
 	kubevirtV1         *kubevirtv1.KubevirtV1Client
 	migrationsV1alpha1 *migrationsv1alpha1.MigrationsV1alpha1Client
+	poolV1alpha1       *poolv1alpha1.PoolV1alpha1Client
 }
 
 // KubevirtV1 retrieves the KubevirtV1Client
@@ -50,6 +53,11 @@ func (c *Clientset) KubevirtV1() kubevirtv1.KubevirtV1Interface {
 // MigrationsV1alpha1 retrieves the MigrationsV1alpha1Client
 func (c *Clientset) MigrationsV1alpha1() migrationsv1alpha1.MigrationsV1alpha1Interface {
 	return c.migrationsV1alpha1
+}
+
+// PoolV1alpha1 retrieves the PoolV1alpha1Client
+func (c *Clientset) PoolV1alpha1() poolv1alpha1.PoolV1alpha1Interface {
+	return c.poolV1alpha1
 }
 
 // Discovery retrieves the DiscoveryClient
@@ -104,6 +112,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.poolV1alpha1, err = poolv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 
 	cs.DiscoveryClient, err = discovery.NewDiscoveryClientForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
@@ -127,6 +139,7 @@ func New(c rest.Interface) *Clientset {
 	var cs Clientset
 	cs.kubevirtV1 = kubevirtv1.New(c)
 	cs.migrationsV1alpha1 = migrationsv1alpha1.New(c)
+	cs.poolV1alpha1 = poolv1alpha1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)
 	return &cs

@@ -27,6 +27,7 @@ import (
 	api "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/api"
 	internalinterfaces "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/internalinterfaces"
 	migrations "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/migrations"
+	pool "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/pool"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -257,6 +258,7 @@ type SharedInformerFactory interface {
 
 	Kubevirt() api.Interface
 	Migrations() migrations.Interface
+	Pool() pool.Interface
 }
 
 func (f *sharedInformerFactory) Kubevirt() api.Interface {
@@ -265,4 +267,8 @@ func (f *sharedInformerFactory) Kubevirt() api.Interface {
 
 func (f *sharedInformerFactory) Migrations() migrations.Interface {
 	return migrations.New(f, f.namespace, f.tweakListOptions)
+}
+
+func (f *sharedInformerFactory) Pool() pool.Interface {
+	return pool.New(f, f.namespace, f.tweakListOptions)
 }

@@ -20,6 +20,7 @@ package fake
 
 import (
 	migrationsv1alpha1 "github.com/nodevirt/nodevirt/cluster/api/migrations/v1alpha1"
+	poolv1alpha1 "github.com/nodevirt/nodevirt/cluster/api/pool/v1alpha1"
 	kubevirtv1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -34,6 +35,7 @@ var codecs = serializer.NewCodecFactory(scheme)
 var localSchemeBuilder = runtime.SchemeBuilder{
 	kubevirtv1.AddToScheme,
 	migrationsv1alpha1.AddToScheme,
+	poolv1alpha1.AddToScheme,
 }
 
 // AddToScheme adds all types of this clientset into the given scheme. This allows composition
