@@ -22,8 +22,9 @@
 //     controller ownerReference with blockOwnerDeletion), or delete the
 //     surplus, cheapest first: not yet running (Pending, Scheduling,
 //     Scheduled) before Running, not Ready before Ready, newest before
-//     older, then by name. KubeVirt v1.6 deletes in informer order (its
-//     TODO names "not yet running first"); this order is apps/v1's.
+//     older, then the greater name first. KubeVirt v1.6 deletes in
+//     informer order (its TODO names "not yet running first"); this order
+//     is apps/v1's.
 //
 // At most [BurstReplicas] creates and as many deletes per sync. Paused
 // (spec.paused) and deleted replica sets neither create nor delete

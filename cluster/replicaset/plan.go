@@ -153,9 +153,9 @@ func startRank(vmi *v1.VirtualMachineInstance) int {
 // sortForScaleDown orders active VMIs by how cheap they are to lose, the
 // cheapest first: not yet running before running (Pending, then
 // Scheduling, then Scheduled), not ready before ready, the newest before
-// older ones, and by name for a stable order. (KubeVirt v1.6 deletes in
-// informer order with a TODO for "not yet running first"; this is the
-// order apps/v1 ReplicaSets use, applied to VMI phases.)
+// older ones, and the greater name first for a stable order. (KubeVirt
+// v1.6 deletes in informer order with a TODO for "not yet running first";
+// this is the order apps/v1 ReplicaSets use, applied to VMI phases.)
 func sortForScaleDown(vmis []*v1.VirtualMachineInstance) {
 	sort.SliceStable(vmis, func(i, j int) bool {
 		a, b := vmis[i], vmis[j]
@@ -168,7 +168,7 @@ func sortForScaleDown(vmis []*v1.VirtualMachineInstance) {
 		if ta, tb := a.CreationTimestamp, b.CreationTimestamp; !ta.Equal(&tb) {
 			return tb.Before(&ta)
 		}
-		return a.Name < b.Name
+		return a.Name > b.Name
 	})
 }
 

@@ -205,4 +205,3 @@ func TestNewVMI_Naming(t *testing.T) {
 		})
 	}
 }
-
