@@ -76,7 +76,7 @@ func newPool(name string, replicas int32) *poolv1.VirtualMachinePool {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: poolv1.VirtualMachinePoolSpec{
 			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Selector: &v1.LabelSelector{MatchLabels: map[string]v1.LabelValue{"kubevirt.io/vmpool": v1.LabelValue(name)}},
 			VirtualMachineTemplate: &poolv1.VirtualMachineTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: v1.VirtualMachineSpec{RunStrategy: ptr.To(v1.RunStrategyAlways), Template: &v1.VirtualMachineInstanceTemplateSpec{

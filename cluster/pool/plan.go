@@ -50,7 +50,7 @@ type Result struct {
 func Plan(o Observed) Result {
 	p := o.Pool
 	status := *p.Status.DeepCopy()
-	selector, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
+	selector, err := p.Spec.Selector.AsSelector()
 	if err != nil || p.Spec.VirtualMachineTemplate == nil {
 		return Result{Status: status}
 	}

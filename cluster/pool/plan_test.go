@@ -21,7 +21,7 @@ func testPool(replicas int32, mods ...func(*poolv1.VirtualMachinePool)) *poolv1.
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pool", UID: "pool-uid"},
 		Spec: poolv1.VirtualMachinePoolSpec{
 			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			Selector: &v1.LabelSelector{MatchLabels: map[string]v1.LabelValue{"app": "db"}},
 			VirtualMachineTemplate: &poolv1.VirtualMachineTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db"}},
 			},

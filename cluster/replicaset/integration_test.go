@@ -80,7 +80,7 @@ func newRS(name string, replicas int32) *v1.VirtualMachineInstanceReplicaSet {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1.VirtualMachineInstanceReplicaSetSpec{
 			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Selector: &v1.LabelSelector{MatchLabels: map[string]v1.LabelValue{"app": v1.LabelValue(name)}},
 			Template: &v1.VirtualMachineInstanceTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
 				Spec:       v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{Memory: &v1.Memory{Guest: &mem}}},
@@ -192,6 +192,7 @@ func TestReplicaSet(t *testing.T) {
 			ref.Kind != replicaset.Kind || !ptr.Deref(ref.BlockOwnerDeletion, false) || v.Labels["app"] != "web" {
 			t.Errorf("VMI %s (generateName %q, owner %+v, labels %v) is not a replica of web", v.Name, v.GenerateName, ref, v.Labels)
 		}
+		e.setPhase(t, v.Name, v1.Scheduled)
 		e.setPhase(t, v.Name, v1.Running)
 	}
 	e.waitOwned(t, rs, 3, 3)
@@ -310,13 +311,13 @@ func TestReplicaSet(t *testing.T) {
 			t.Errorf("selector not matching the template: err %v, want Invalid naming spec.selector", err)
 		}
 		empty := newRS("empty", 1)
-		empty.Spec.Selector = &metav1.LabelSelector{}
+		empty.Spec.Selector = &v1.LabelSelector{}
 		_, err = rss.Create(ctx, empty, metav1.CreateOptions{})
 		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.selector") {
 			t.Errorf("empty selector: err %v, want Invalid naming spec.selector", err)
 		}
 		expr := newRS("expr", 1)
-		expr.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"expr", "x"}}}}
+		expr.Spec.Selector = &v1.LabelSelector{MatchExpressions: []v1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []v1.LabelValue{"expr", "x"}}}}
 		if _, err := rss.Create(ctx, expr, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 			t.Errorf("matchExpressions matching the template: %v", err)
 		}

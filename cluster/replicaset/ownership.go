@@ -124,7 +124,7 @@ func (c *Controller) enqueueFor(vmi *v1.VirtualMachineInstance, enqueue func(key
 		return
 	}
 	for _, rs := range sets {
-		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+		sel, err := rs.Spec.Selector.AsSelector()
 		if err == nil && !sel.Empty() && sel.Matches(labels.Set(vmi.Labels)) {
 			enqueue(rs.Namespace + "/" + rs.Name)
 		}

@@ -52,7 +52,7 @@ type Result struct {
 func Plan(o Observed) Result {
 	rs := o.RS
 	status := *rs.Status.DeepCopy()
-	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+	selector, err := rs.Spec.Selector.AsSelector()
 	if err != nil || rs.Spec.Template == nil {
 		return Result{Status: status}
 	}

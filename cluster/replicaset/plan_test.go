@@ -20,7 +20,7 @@ func testRS(replicas int32, mods ...func(*v1.VirtualMachineInstanceReplicaSet)) 
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rs", UID: "rs-uid"},
 		Spec: v1.VirtualMachineInstanceReplicaSetSpec{
 			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Selector: &v1.LabelSelector{MatchLabels: map[string]v1.LabelValue{"app": "web"}},
 			Template: &v1.VirtualMachineInstanceTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}},
 		},
 	}

@@ -60,7 +60,7 @@ type VirtualMachineInstanceReplicaSetSpec struct {
 
 	// Selector selects the VMIs the replica set counts; it must match the
 	// template's labels.
-	Selector *metav1.LabelSelector `json:"selector"`
+	Selector *LabelSelector `json:"selector"`
 
 	// Template is the VMI each replica is created from.
 	Template *VirtualMachineInstanceTemplateSpec `json:"template"`

@@ -60,7 +60,7 @@ type VirtualMachinePoolSpec struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Selector selects the VMs the pool counts.
-	Selector *metav1.LabelSelector `json:"selector"`
+	Selector *v1.LabelSelector `json:"selector"`
 
 	// VirtualMachineTemplate is the VM each replica is created from.
 	VirtualMachineTemplate *VirtualMachineTemplateSpec `json:"virtualMachineTemplate"`

@@ -22,7 +22,7 @@ limitations under the License.
 package v1alpha1
 
 import (
-	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
