@@ -1,6 +1,7 @@
 // Package controller wires nodevirt's cluster controller process: the VM,
 // VMI, node and migration controllers (packages cluster/vm, cluster/vmi,
-// cluster/node, cluster/migration: VMIMs, PodDisruptionBudgets, evacuation)
+// cluster/node, cluster/migration: VMIMs, PodDisruptionBudgets, evacuation),
+// the replica set and pool controllers (cluster/replicaset, cluster/pool)
 // and the node API certificate signer with its CA bundle publisher
 // (cluster/certsigner; on unless --ca-dir is empty) on shared informers,
 // behind leader election on a coordination.k8s.io Lease, with /healthz and

@@ -104,6 +104,11 @@ func build(cfg Config, d Deps, ca *certsigner.CA, imageVolumes bool) (*system, e
 		return nil, err
 	}
 	s.loops = append(s.loops, mig.loops...)
+	replicaLoops, err := s.replicas(d, inf, recorder, metrics)
+	if err != nil {
+		return nil, err
+	}
+	s.loops = append(s.loops, replicaLoops...)
 	if ca != nil {
 		loops, err := s.signer(cfg, d, ca, metrics)
 		if err != nil {

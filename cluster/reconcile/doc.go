@@ -21,6 +21,11 @@
 // that wants to look again later without failing (a crash-loop backoff, a
 // heartbeat deadline, a guest still starting) calls [Loop.EnqueueAfter].
 //
+// [Expectations] is the bookkeeping of controllers that create and delete
+// replicas (cluster/replicaset, cluster/pool): creates and deletes sent but
+// not yet seen by the informer, so a lagging cache never causes a second
+// round of them.
+//
 // Metrics, registered on the injected prometheus.Registerer and labelled
 // with the loop's name: nodevirt_controller_queue_depth,
 // nodevirt_controller_queue_adds_total, nodevirt_controller_queue_retries_total

@@ -1,5 +1,6 @@
 // Package v1 holds the Go types of the kubevirt.io/v1 API as nodevirt serves it:
-// VirtualMachine, VirtualMachineInstance and VirtualMachineInstanceMigration.
+// VirtualMachine, VirtualMachineInstance, VirtualMachineInstanceMigration and
+// VirtualMachineInstanceReplicaSet.
 //
 // JSON field names are KubeVirt's, so manifests written for KubeVirt decode
 // unchanged. A field nodevirt does not implement is absent here on purpose: the

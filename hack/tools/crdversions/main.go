@@ -86,6 +86,7 @@ func addVersions(path string, aliases []string) error {
 	for i := range crd.Spec.Versions {
 		if s := crd.Spec.Versions[i].Schema; s != nil {
 			trimCoreDescriptions(s.OpenAPIV3Schema, false)
+			allowNullCreationTimestamp(s.OpenAPIV3Schema, false)
 		}
 	}
 	// The status block is server-owned; generated manifests leave it out.
@@ -128,4 +129,34 @@ func trimCoreDescriptions(s *apiextensionsv1.JSONSchemaProps, inCore bool) {
 	if s.AdditionalProperties != nil {
 		trimCoreDescriptions(s.AdditionalProperties.Schema, inCore)
 	}
+}
+
+// allowNullCreationTimestamp declares creationTimestamp (a nullable
+// date-time) in every embedded metadata object below the root: templates
+// serialised from Go objects carry `creationTimestamp: null` (KubeVirt's
+// vm-pool-cirros.yaml does), which strict field validation and server-side
+// apply would otherwise reject as an undeclared field. The controllers
+// never copy it into the objects they create.
+func allowNullCreationTimestamp(s *apiextensionsv1.JSONSchemaProps, below bool) {
+	if s == nil {
+		return
+	}
+	for name, p := range s.Properties {
+		if below && name == "metadata" && p.Type == "object" && hasProperty(&p, "labels") && hasProperty(&p, "annotations") {
+			p.Properties["creationTimestamp"] = apiextensionsv1.JSONSchemaProps{Type: "string", Format: "date-time", Nullable: true}
+		}
+		allowNullCreationTimestamp(&p, true)
+		s.Properties[name] = p
+	}
+	if s.Items != nil {
+		allowNullCreationTimestamp(s.Items.Schema, true)
+	}
+	if s.AdditionalProperties != nil {
+		allowNullCreationTimestamp(s.AdditionalProperties.Schema, true)
+	}
+}
+
+func hasProperty(s *apiextensionsv1.JSONSchemaProps, name string) bool {
+	_, ok := s.Properties[name]
+	return ok
 }

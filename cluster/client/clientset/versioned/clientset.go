@@ -25,6 +25,7 @@ import (
 	kubevirtv1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/api/v1"
 	instancetypev1beta1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/instancetype/v1beta1"
 	migrationsv1alpha1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/migrations/v1alpha1"
+	poolv1alpha1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/pool/v1alpha1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
 	flowcontrol "k8s.io/client-go/util/flowcontrol"
@@ -35,6 +36,7 @@ type Interface interface {
 	KubevirtV1() kubevirtv1.KubevirtV1Interface
 	InstancetypeV1beta1() instancetypev1beta1.InstancetypeV1beta1Interface
 	MigrationsV1alpha1() migrationsv1alpha1.MigrationsV1alpha1Interface
+	PoolV1alpha1() poolv1alpha1.PoolV1alpha1Interface
 }
 
 // Clientset contains the clients for groups.
@@ -43,6 +45,7 @@ type Clientset struct {
 	kubevirtV1          *kubevirtv1.KubevirtV1Client
 	instancetypeV1beta1 *instancetypev1beta1.InstancetypeV1beta1Client
 	migrationsV1alpha1  *migrationsv1alpha1.MigrationsV1alpha1Client
+	poolV1alpha1        *poolv1alpha1.PoolV1alpha1Client
 }
 
 // KubevirtV1 retrieves the KubevirtV1Client
@@ -58,6 +61,11 @@ func (c *Clientset) InstancetypeV1beta1() instancetypev1beta1.InstancetypeV1beta
 // MigrationsV1alpha1 retrieves the MigrationsV1alpha1Client
 func (c *Clientset) MigrationsV1alpha1() migrationsv1alpha1.MigrationsV1alpha1Interface {
 	return c.migrationsV1alpha1
+}
+
+// PoolV1alpha1 retrieves the PoolV1alpha1Client
+func (c *Clientset) PoolV1alpha1() poolv1alpha1.PoolV1alpha1Interface {
+	return c.poolV1alpha1
 }
 
 // Discovery retrieves the DiscoveryClient
@@ -116,6 +124,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.poolV1alpha1, err = poolv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 
 	cs.DiscoveryClient, err = discovery.NewDiscoveryClientForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
@@ -140,6 +152,7 @@ func New(c rest.Interface) *Clientset {
 	cs.kubevirtV1 = kubevirtv1.New(c)
 	cs.instancetypeV1beta1 = instancetypev1beta1.New(c)
 	cs.migrationsV1alpha1 = migrationsv1alpha1.New(c)
+	cs.poolV1alpha1 = poolv1alpha1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)
 	return &cs

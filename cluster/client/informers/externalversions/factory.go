@@ -28,6 +28,7 @@ import (
 	instancetype "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/instancetype"
 	internalinterfaces "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/internalinterfaces"
 	migrations "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/migrations"
+	pool "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/pool"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -259,6 +260,7 @@ type SharedInformerFactory interface {
 	Kubevirt() api.Interface
 	Instancetype() instancetype.Interface
 	Migrations() migrations.Interface
+	Pool() pool.Interface
 }
 
 func (f *sharedInformerFactory) Kubevirt() api.Interface {
@@ -271,4 +273,8 @@ func (f *sharedInformerFactory) Instancetype() instancetype.Interface {
 
 func (f *sharedInformerFactory) Migrations() migrations.Interface {
 	return migrations.New(f, f.namespace, f.tweakListOptions)
+}
+
+func (f *sharedInformerFactory) Pool() pool.Interface {
+	return pool.New(f, f.namespace, f.tweakListOptions)
 }

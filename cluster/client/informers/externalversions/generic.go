@@ -23,6 +23,7 @@ import (
 
 	v1beta1 "github.com/nodevirt/nodevirt/cluster/api/instancetype/v1beta1"
 	v1alpha1 "github.com/nodevirt/nodevirt/cluster/api/migrations/v1alpha1"
+	poolv1alpha1 "github.com/nodevirt/nodevirt/cluster/api/pool/v1alpha1"
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
@@ -71,10 +72,16 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubevirt().V1().VirtualMachineInstances().Informer()}, nil
 	case v1.SchemeGroupVersion.WithResource("virtualmachineinstancemigrations"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubevirt().V1().VirtualMachineInstanceMigrations().Informer()}, nil
+	case v1.SchemeGroupVersion.WithResource("virtualmachineinstancereplicasets"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubevirt().V1().VirtualMachineInstanceReplicaSets().Informer()}, nil
 
 		// Group=migrations.kubevirt.io, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithResource("migrationpolicies"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Migrations().V1alpha1().MigrationPolicies().Informer()}, nil
+
+		// Group=pool.kubevirt.io, Version=v1alpha1
+	case poolv1alpha1.SchemeGroupVersion.WithResource("virtualmachinepools"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Pool().V1alpha1().VirtualMachinePools().Informer()}, nil
 
 	}
 

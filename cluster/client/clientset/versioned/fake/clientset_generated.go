@@ -26,6 +26,8 @@ import (
 	fakeinstancetypev1beta1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/instancetype/v1beta1/fake"
 	migrationsv1alpha1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/migrations/v1alpha1"
 	fakemigrationsv1alpha1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/migrations/v1alpha1/fake"
+	poolv1alpha1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/pool/v1alpha1"
+	fakepoolv1alpha1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/pool/v1alpha1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -105,4 +107,9 @@ func (c *Clientset) InstancetypeV1beta1() instancetypev1beta1.InstancetypeV1beta
 // MigrationsV1alpha1 retrieves the MigrationsV1alpha1Client
 func (c *Clientset) MigrationsV1alpha1() migrationsv1alpha1.MigrationsV1alpha1Interface {
 	return &fakemigrationsv1alpha1.FakeMigrationsV1alpha1{Fake: &c.Fake}
+}
+
+// PoolV1alpha1 retrieves the PoolV1alpha1Client
+func (c *Clientset) PoolV1alpha1() poolv1alpha1.PoolV1alpha1Interface {
+	return &fakepoolv1alpha1.FakePoolV1alpha1{Fake: &c.Fake}
 }

@@ -21,6 +21,7 @@ package fake
 import (
 	instancetypev1beta1 "github.com/nodevirt/nodevirt/cluster/api/instancetype/v1beta1"
 	migrationsv1alpha1 "github.com/nodevirt/nodevirt/cluster/api/migrations/v1alpha1"
+	poolv1alpha1 "github.com/nodevirt/nodevirt/cluster/api/pool/v1alpha1"
 	kubevirtv1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -36,6 +37,7 @@ var localSchemeBuilder = runtime.SchemeBuilder{
 	kubevirtv1.AddToScheme,
 	instancetypev1beta1.AddToScheme,
 	migrationsv1alpha1.AddToScheme,
+	poolv1alpha1.AddToScheme,
 }
 
 // AddToScheme adds all types of this clientset into the given scheme. This allows composition

@@ -41,3 +41,11 @@ type VirtualMachineInstanceMigrationListerExpansion interface{}
 // VirtualMachineInstanceMigrationNamespaceListerExpansion allows custom methods to be added to
 // VirtualMachineInstanceMigrationNamespaceLister.
 type VirtualMachineInstanceMigrationNamespaceListerExpansion interface{}
+
+// VirtualMachineInstanceReplicaSetListerExpansion allows custom methods to be added to
+// VirtualMachineInstanceReplicaSetLister.
+type VirtualMachineInstanceReplicaSetListerExpansion interface{}
+
+// VirtualMachineInstanceReplicaSetNamespaceListerExpansion allows custom methods to be added to
+// VirtualMachineInstanceReplicaSetNamespaceLister.
+type VirtualMachineInstanceReplicaSetNamespaceListerExpansion interface{}

@@ -30,6 +30,8 @@ type Interface interface {
 	VirtualMachineInstances() VirtualMachineInstanceInformer
 	// VirtualMachineInstanceMigrations returns a VirtualMachineInstanceMigrationInformer.
 	VirtualMachineInstanceMigrations() VirtualMachineInstanceMigrationInformer
+	// VirtualMachineInstanceReplicaSets returns a VirtualMachineInstanceReplicaSetInformer.
+	VirtualMachineInstanceReplicaSets() VirtualMachineInstanceReplicaSetInformer
 }
 
 type version struct {
@@ -56,4 +58,9 @@ func (v *version) VirtualMachineInstances() VirtualMachineInstanceInformer {
 // VirtualMachineInstanceMigrations returns a VirtualMachineInstanceMigrationInformer.
 func (v *version) VirtualMachineInstanceMigrations() VirtualMachineInstanceMigrationInformer {
 	return &virtualMachineInstanceMigrationInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// VirtualMachineInstanceReplicaSets returns a VirtualMachineInstanceReplicaSetInformer.
+func (v *version) VirtualMachineInstanceReplicaSets() VirtualMachineInstanceReplicaSetInformer {
+	return &virtualMachineInstanceReplicaSetInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

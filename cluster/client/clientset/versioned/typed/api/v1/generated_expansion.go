@@ -23,3 +23,5 @@ type VirtualMachineExpansion interface{}
 type VirtualMachineInstanceExpansion interface{}
 
 type VirtualMachineInstanceMigrationExpansion interface{}
+
+type VirtualMachineInstanceReplicaSetExpansion interface{}

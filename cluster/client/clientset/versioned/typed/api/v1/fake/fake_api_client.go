@@ -40,6 +40,10 @@ func (c *FakeKubevirtV1) VirtualMachineInstanceMigrations(namespace string) v1.V
 	return newFakeVirtualMachineInstanceMigrations(c, namespace)
 }
 
+func (c *FakeKubevirtV1) VirtualMachineInstanceReplicaSets(namespace string) v1.VirtualMachineInstanceReplicaSetInterface {
+	return newFakeVirtualMachineInstanceReplicaSets(c, namespace)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeKubevirtV1) RESTClient() rest.Interface {

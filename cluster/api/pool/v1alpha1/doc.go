@@ -1,0 +1,17 @@
+// Package v1alpha1 holds the Go types of KubeVirt's pool.kubevirt.io API as
+// nodevirt serves it: VirtualMachinePool, which keeps spec.replicas
+// VirtualMachines created from one template, named <pool>-<index>.
+// cluster/pool is its controller.
+//
+// Only the fields nodevirt implements are here: nameGeneration,
+// maxUnavailable and scaleInStrategy are absent, so a manifest setting them
+// is rejected with the field named (strict field validation), never
+// silently ignored.
+//
+// Deep copy functions, the typed clientset, listers and informers are
+// generated (zz_generated.deepcopy.go, cluster/client); run `make generate`
+// after editing.
+//
+// +k8s:deepcopy-gen=package
+// +groupName=pool.kubevirt.io
+package v1alpha1

@@ -1,0 +1,233 @@
+package pool_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	poolv1 "github.com/nodevirt/nodevirt/cluster/api/pool/v1alpha1"
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
+	kvinformers "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions"
+	"github.com/nodevirt/nodevirt/cluster/pool"
+	"github.com/nodevirt/nodevirt/cluster/reconcile"
+	"github.com/nodevirt/nodevirt/hack/testenv"
+	"github.com/nodevirt/nodevirt/hack/testenv/apiserver"
+)
+
+// env is a real API server with the pool controller running in-process.
+// The test plays the VM controller (the VM Ready condition) and the
+// garbage collector (it finishes foreground deletions).
+type env struct {
+	kv versioned.Interface
+	ns string
+}
+
+func startEnv(t *testing.T) *env {
+	t.Helper()
+	api := apiserver.Start(t)
+	kube := kubernetes.NewForConfigOrDie(api.Config)
+	kv := versioned.NewForConfigOrDie(api.Config)
+	const ns = "pools"
+	if _, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	factory := kvinformers.NewSharedInformerFactoryWithOptions(kv, 0, kvinformers.WithNamespace(ns))
+	pools, vms := factory.Pool().V1alpha1().VirtualMachinePools(), factory.Kubevirt().V1().VirtualMachines()
+	ctl := pool.New(pool.Deps{
+		Pools: pools.Lister(), VMs: vms.Lister(), VMAPI: kv.KubevirtV1(), PoolAPI: kv.PoolV1alpha1(),
+		Recorder: record.NewFakeRecorder(1000),
+	})
+	loop := reconcile.New("pool", ctl, testenv.Logger(t), nil)
+	for _, h := range []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{{pools.Informer(), loop.Handler()}, {vms.Informer(), ctl.VMHandler(loop.EnqueueKey)}} {
+		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	done := make(chan struct{})
+	go func() { loop.Run(ctx, 2); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+	return &env{kv: kv, ns: ns}
+}
+
+func newPool(name string, replicas int32) *poolv1.VirtualMachinePool {
+	mem := resource.MustParse("128Mi")
+	labels := map[string]string{"kubevirt.io/vmpool": name}
+	return &poolv1.VirtualMachinePool{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: poolv1.VirtualMachinePoolSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &v1.LabelSelector{MatchLabels: map[string]v1.LabelValue{"kubevirt.io/vmpool": v1.LabelValue(name)}},
+			VirtualMachineTemplate: &poolv1.VirtualMachineTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: v1.VirtualMachineSpec{RunStrategy: ptr.To(v1.RunStrategyAlways), Template: &v1.VirtualMachineInstanceTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec:       v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{Memory: &v1.Memory{Guest: &mem}}},
+				}},
+			},
+		},
+	}
+}
+
+// waitVMs waits until the pool's live VMs are exactly names and its status
+// says len(names) replicas, ready of them ready; it plays the garbage
+// collector for VMs deleted in the foreground.
+func (e *env) waitVMs(t *testing.T, p *poolv1.VirtualMachinePool, ready int32, names ...string) {
+	t.Helper()
+	ctx := context.Background()
+	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("pool %s VMs %v (%d ready)", p.Name, names, ready), func() (bool, error) {
+		list, err := e.kv.KubevirtV1().VirtualMachines(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		var got []string
+		for _, vm := range list.Items {
+			if vm.DeletionTimestamp != nil {
+				vm.Finalizers = nil // the garbage collector's part of a foreground deletion
+				_, _ = e.kv.KubevirtV1().VirtualMachines(e.ns).Update(ctx, &vm, metav1.UpdateOptions{})
+				continue
+			}
+			if ref := metav1.GetControllerOf(&vm); ref != nil && ref.UID == p.UID {
+				got = append(got, vm.Name)
+			}
+		}
+		slices.Sort(got)
+		cur, err := e.kv.PoolV1alpha1().VirtualMachinePools(e.ns).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		s := cur.Status
+		return slices.Equal(got, names) && s.Replicas == int32(len(names)) && s.ReadyReplicas == ready,
+			fmt.Errorf("VMs %v, status %+v", got, s)
+	})
+}
+
+func (e *env) setReady(t *testing.T, name string) {
+	t.Helper()
+	testenv.Eventually(t, 10*time.Second, "vm "+name+" ready", func() error {
+		vm, err := e.kv.KubevirtV1().VirtualMachines(e.ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		vm.Status.Ready = true
+		vm.Status.Conditions = []v1.VirtualMachineCondition{{Type: v1.VirtualMachineReady, Status: corev1.ConditionTrue}}
+		_, err = e.kv.KubevirtV1().VirtualMachines(e.ns).UpdateStatus(context.Background(), vm, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+func (e *env) scalePatch(t *testing.T, name string, replicas int) {
+	t.Helper()
+	_, err := e.kv.PoolV1alpha1().RESTClient().Patch(types.MergePatchType).Namespace(e.ns).
+		Resource("virtualmachinepools").Name(name).SubResource("scale").
+		Body([]byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas))).Do(context.Background()).Raw()
+	if err != nil {
+		t.Fatalf("scale %s to %d: %v", name, replicas, err)
+	}
+}
+
+func TestPool(t *testing.T) {
+	e := startEnv(t)
+	ctx := context.Background()
+	pools := e.kv.PoolV1alpha1().VirtualMachinePools(e.ns)
+	p, err := pools.Create(ctx, newPool("db", 0), metav1.CreateOptions{FieldValidation: "Strict"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitVMs(t, p, 0)
+
+	e.scalePatch(t, "db", 3)
+	e.waitVMs(t, p, 0, "db-0", "db-1", "db-2")
+	vm, err := e.kv.KubevirtV1().VirtualMachines(e.ns).Get(ctx, "db-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(vm); ref.Kind != poolv1.VirtualMachinePoolKind || !ptr.Deref(ref.BlockOwnerDeletion, false) ||
+		vm.Spec.EffectiveRunStrategy() != v1.RunStrategyAlways || vm.Labels["kubevirt.io/vmpool"] != "db" {
+		t.Errorf("db-1 is not the pool's VM: owner %+v, spec %+v, labels %v", ref, vm.Spec, vm.Labels)
+	}
+	for _, n := range []string{"db-0", "db-1", "db-2"} {
+		e.setReady(t, n)
+	}
+	e.waitVMs(t, p, 3, "db-0", "db-1", "db-2")
+	scale, err := pools.GetScale(ctx, "db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scale.Status.Replicas != 3 || scale.Status.Selector != "kubevirt.io/vmpool=db" {
+		t.Errorf("scale status %+v, want 3 replicas, selector kubevirt.io/vmpool=db", scale.Status)
+	}
+
+	// Scale-in removes the highest indexes.
+	scale.Spec.Replicas = 1
+	if _, err := pools.UpdateScale(ctx, "db", scale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitVMs(t, p, 1, "db-0")
+
+	// A lost VM is recreated under the lowest free index.
+	e.scalePatch(t, "db", 2)
+	e.waitVMs(t, p, 1, "db-0", "db-1")
+	if err := e.kv.KubevirtV1().VirtualMachines(e.ns).Delete(ctx, "db-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitVMs(t, p, 0, "db-0", "db-1")
+
+	t.Run("PauseHonoured", func(t *testing.T) {
+		if _, err := pools.Patch(ctx, "db", types.MergePatchType, []byte(`{"spec":{"paused":true}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 30*time.Second, "ReplicaPaused", func() (bool, error) {
+			got, err := pools.Get(ctx, "db", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, c := range got.Status.Conditions {
+				if c.Type == poolv1.VirtualMachinePoolReplicaPaused && c.Status == corev1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		e.scalePatch(t, "db", 3)
+		deadline := time.Now().Add(2 * time.Second)
+		for time.Now().Before(deadline) {
+			if _, err := e.kv.KubevirtV1().VirtualMachines(e.ns).Get(ctx, "db-2", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Fatalf("paused pool created db-2 (err %v)", err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if _, err := pools.Patch(ctx, "db", types.MergePatchType, []byte(`{"spec":{"paused":false}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.waitVMs(t, p, 0, "db-0", "db-1", "db-2")
+	})
+
+	t.Run("Validation", func(t *testing.T) {
+		bad := newPool("bad", 1)
+		bad.Spec.VirtualMachineTemplate.ObjectMeta.Labels = map[string]string{"app": "other"}
+		_, err := pools.Create(ctx, bad, metav1.CreateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.selector") {
+			t.Errorf("selector not matching the template: err %v, want Invalid naming spec.selector", err)
+		}
+	})
+}
