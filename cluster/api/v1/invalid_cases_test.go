@@ -134,8 +134,10 @@ func invalidCases() []invalidCase {
 		},
 		{
 			name: "unsupported-datavolumetemplates", file: vmFile,
-			mutate: func(o map[string]any) { set(o, []any{}, "spec", "dataVolumeTemplates") },
-			field:  "spec.dataVolumeTemplates", detail: "unknown field",
+			mutate: func(o map[string]any) {
+				set(o, []any{map[string]any{"metadata": map[string]any{"name": "dv"}}}, "spec", "dataVolumeTemplates")
+			},
+			field: "spec.dataVolumeTemplates", detail: "need CDI",
 		},
 		{
 			name: "unsupported-bootloader", file: vmiFile,
