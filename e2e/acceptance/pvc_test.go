@@ -56,7 +56,8 @@ volumeBindingMode: WaitForFirstConsumer
 	})
 	t.Run("Block", func(t *testing.T) {
 		backing := filepath.Join(t.TempDir(), "backing.img")
-		if err := os.WriteFile(backing, nil, 0o600); err == nil {
+		err := os.WriteFile(backing, nil, 0o600)
+		if err == nil {
 			err = os.Truncate(backing, 64<<20)
 		}
 		if err != nil {

@@ -110,6 +110,7 @@ func (p Paths) CloudInitISO(volume string) string {
 // PVCImageName is the disk image's name at the root of a filesystem-mode
 // PVC (KubeVirt's).
 const PVCImageName = "disk.img"
+
 // EFIVars is the VM's own copy of the OVMF variable store (EFI NVRAM),
 // copied from the firmware's template before QEMU starts.
 func (p Paths) EFIVars() string { return filepath.Join(p.Private, "efi", "OVMF_VARS.fd") }
