@@ -11,7 +11,7 @@ GO ?= go
 OUT := $(CURDIR)/_output
 BIN := $(OUT)/bin
 TOOLS := $(GO) tool -modfile=$(CURDIR)/hack/tools/go.mod
-GOTEST_FLAGS ?= -count=1 -timeout 25m
+GOTEST_FLAGS ?= -count=1
 
 # Where tests find built artifacts (they fall back to these paths when run by hand).
 export NODEVIRT_OUT := $(OUT)

@@ -18,7 +18,7 @@ type Prereq struct {
 
 // MissingPrereqs lists what is missing on this host for tests that bring
 // up the local cluster and deploy nodevirt on it: root, the Kubernetes
-// binaries, nodevirt's and the test guest's images, containerd.
+// and containerd binaries, nodevirt's and the test guest's images, runc.
 func MissingPrereqs() ([]Prereq, error) {
 	var missing []Prereq
 	if os.Geteuid() != 0 {
@@ -30,6 +30,8 @@ func MissingPrereqs() ([]Prereq, error) {
 	}
 	for _, f := range []Prereq{
 		{filepath.Join(out, "k8s", "bin", "kubelet"), "cluster-binaries"},
+		{filepath.Join(out, "containerd", "bin", "containerd"), "cluster-binaries"},
+		{filepath.Join(out, "containerd", "bin", "containerd-shim-runc-v2"), "cluster-binaries"},
 		{filepath.Join(out, "k8s", "bin", "kubectl"), "cluster-binaries"},
 		{filepath.Join(out, "images", "nodevirt-agent.tar"), "images"},
 		{filepath.Join(out, "images", "nodevirt-controller.tar"), "images"},
@@ -41,8 +43,10 @@ func MissingPrereqs() ([]Prereq, error) {
 			missing = append(missing, f)
 		}
 	}
-	if _, err := exec.LookPath("containerd"); err != nil {
-		missing = append(missing, Prereq{"containerd", "cluster-packages"})
+	// containerd is built pinned (hack/build-containerd.sh); runc and the
+	// CNI plugins come from Debian.
+	if _, err := exec.LookPath("runc"); err != nil {
+		missing = append(missing, Prereq{"runc", "cluster-packages"})
 	}
 	return missing, nil
 }

@@ -108,6 +108,13 @@ host_restore() {
 	if [ -d "$DEVICE_PLUGIN_DIR" ] && ! grep -qx "$DEVICE_PLUGIN_DIR" "$HOST/dirs.orig"; then
 		find "$DEVICE_PLUGIN_DIR" -mindepth 1 -maxdepth 1 \( -type s -o -name kubelet_internal_checkpoint \) -delete
 	fi
+	# containerd 2.x shims always put their ttrpc sockets in /run/containerd/s,
+	# whatever containerd's own state dir; a killed shim leaves its socket.
+	# In a /run/containerd we created (no containerd of the host's own ran
+	# before), every socket there is one of ours.
+	if [ -d /run/containerd/s ] && ! grep -qx /run/containerd "$HOST/dirs.orig"; then
+		find /run/containerd/s -mindepth 1 -maxdepth 1 -type s -delete
+	fi
 	for d in "${HOST_DIRS[@]}"; do
 		[ -d "$d" ] && ! grep -qx "$d" "$HOST/dirs.orig" && rmdir "$d" 2>/dev/null && echo "removed $d"
 	done
