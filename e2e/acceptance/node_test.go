@@ -45,8 +45,8 @@ func testBadInput(t *testing.T, s *suite) {
 		field: "name",
 	}, {
 		name:  "UnsupportedField",
-		edits: []string{"cores: 1", "cores: 1\n          dedicatedCpuPlacement: true"},
-		field: "dedicatedCpuPlacement",
+		edits: []string{"cores: 1", "cores: 1\n          realtime: {}"},
+		field: "realtime",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
