@@ -1,6 +1,8 @@
 package instancetype
 
 import (
+	"maps"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -106,7 +108,7 @@ func applyInstancetype(it *itv1beta1.VirtualMachineInstancetypeSpec, pref *itv1b
 		d.Resources.Requests[corev1.ResourceMemory] = *resource.NewQuantity(request, guest.Format)
 	}
 	if it.NodeSelector != nil {
-		out.Spec.NodeSelector = copyMap(it.NodeSelector)
+		out.Spec.NodeSelector = maps.Clone(it.NodeSelector)
 	}
 	out.ObjectMeta.Annotations = addMissing(out.ObjectMeta.Annotations, it.Annotations)
 }
@@ -163,14 +165,6 @@ func spreadOptions(pref *itv1beta1.VirtualMachinePreferenceSpec) (uint32, itv1be
 		}
 	}
 	return ratio, across
-}
-
-func copyMap(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // addMissing adds the entries of from whose keys m lacks.

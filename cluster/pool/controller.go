@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -108,8 +108,8 @@ func (c *Controller) apply(ctx context.Context, key string, p *poolv1.VirtualMac
 		uids[i] = vm.UID
 	}
 	c.expect.Expect(key, len(res.Create), uids)
-	errs = append(errs, parallel(len(res.Delete), func(i int) error { return c.deleteVM(ctx, key, p, res.Delete[i]) }))
-	errs = append(errs, parallel(len(res.Create), func(i int) error { return c.createVM(ctx, key, p, res.Create[i]) }))
+	errs = append(errs, reconcile.Parallel(len(res.Delete), parallelism, func(i int) error { return c.deleteVM(ctx, key, p, res.Delete[i]) }))
+	errs = append(errs, reconcile.Parallel(len(res.Create), parallelism, func(i int) error { return c.createVM(ctx, key, p, res.Create[i]) }))
 	return errors.Join(errs...)
 }
 
@@ -122,8 +122,8 @@ func NewVM(p *poolv1.VirtualMachinePool, name string) *v1.VirtualMachine {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
 			Namespace:       p.Namespace,
-			Labels:          copyMap(t.ObjectMeta.Labels),
-			Annotations:     copyMap(t.ObjectMeta.Annotations),
+			Labels:          maps.Clone(t.ObjectMeta.Labels),
+			Annotations:     maps.Clone(t.ObjectMeta.Annotations),
 			OwnerReferences: []metav1.OwnerReference{OwnerRef(p)},
 		},
 		Spec: *t.Spec.DeepCopy(),
@@ -304,35 +304,4 @@ func failureReason(err error) string {
 		return ReasonScaleIn
 	}
 	return ""
-}
-
-func parallel(n int, f func(i int) error) error {
-	if n == 0 {
-		return nil
-	}
-	errs := make([]error, n)
-	sem := make(chan struct{}, parallelism)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			errs[i] = f(i)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

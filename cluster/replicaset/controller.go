@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -123,10 +123,10 @@ func (c *Controller) apply(ctx context.Context, key string, rs *v1.VirtualMachin
 		uids[i] = vmi.UID
 	}
 	c.expect.Expect(key, res.Create, uids)
-	errs = append(errs, parallel(len(res.Delete), func(i int) error {
+	errs = append(errs, reconcile.Parallel(len(res.Delete), parallelism, func(i int) error {
 		return c.deleteVMI(ctx, key, rs, res.Delete[i])
 	}))
-	errs = append(errs, parallel(res.Create, func(int) error {
+	errs = append(errs, reconcile.Parallel(res.Create, parallelism, func(int) error {
 		return c.createVMI(ctx, key, rs)
 	}))
 	return errors.Join(errs...)
@@ -149,8 +149,8 @@ func NewVMI(rs *v1.VirtualMachineInstanceReplicaSet) *v1.VirtualMachineInstance 
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName:    base,
 			Namespace:       rs.Namespace,
-			Labels:          copyMap(t.ObjectMeta.Labels),
-			Annotations:     copyMap(t.ObjectMeta.Annotations),
+			Labels:          maps.Clone(t.ObjectMeta.Labels),
+			Annotations:     maps.Clone(t.ObjectMeta.Annotations),
 			OwnerReferences: []metav1.OwnerReference{OwnerRef(rs)},
 		},
 		Spec: *t.Spec.DeepCopy(),
@@ -248,37 +248,4 @@ func failureReason(err error) string {
 		return EventFailedDelete
 	}
 	return ""
-}
-
-// parallel runs f(0..n-1), at most parallelism at a time, and joins the
-// errors.
-func parallel(n int, f func(i int) error) error {
-	if n == 0 {
-		return nil
-	}
-	errs := make([]error, n)
-	sem := make(chan struct{}, parallelism)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			errs[i] = f(i)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
