@@ -66,6 +66,9 @@ func TestQEMU_StorageMigration(t *testing.T) {
 	must(t, sc.MigrateSetCapabilities(ctx,
 		qmp.MigrationCapability{Capability: "events", State: true},
 		qmp.MigrationCapability{Capability: "pause-before-switchover", State: true}))
+	// vCPUs stopped for the RAM transfer, as under TCG in the agent (see
+	// TestQEMU_LiveMigration); the disk's mirror ran with the guest live.
+	must(t, sc.Stop(ctx))
 	must(t, sc.Migrate(ctx, "unix:"+filepath.Join(dst.dir, "migrate.sock")))
 	waitMigration(ctx, t, sc, qmp.MigrationPreSwitch)
 	// The guest stands still: finish the mirror, then switch over.
@@ -80,14 +83,15 @@ func TestQEMU_StorageMigration(t *testing.T) {
 	for {
 		st, err := dc.QueryStatus(ctx)
 		must(t, err)
-		if st.Status == qmp.RunStateRunning {
+		if st.Status == qmp.RunStatePaused {
 			break
 		}
 		if st.Status != qmp.RunStateInMigrate {
-			t.Fatalf("target status %s, want running", st.Status)
+			t.Fatalf("target status %s, want paused", st.Status)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	must(t, dc.Cont(ctx))
 	if st, err := dst.DialAgent(t).Run(ctx, "/bin/sh", "-c", "dd if=/dev/vda of=/dev/null bs=512 skip=2048 count=1"); err != nil || st.ExitCode == nil || *st.ExitCode != 0 {
 		t.Errorf("the guest on the target: %+v, %v", st, err)
 	}

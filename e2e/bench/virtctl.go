@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os/exec"
@@ -149,7 +150,9 @@ func consoleFirstByte(ctx context.Context, d *websocket.Dialer, url string, h ht
 	ws, resp, err := d.DialContext(ctx, url, h)
 	if err != nil {
 		if resp != nil {
-			return 0, 0, fmt.Errorf("%w (HTTP %d)", err, resp.StatusCode)
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+			resp.Body.Close()
+			return 0, 0, fmt.Errorf("%w (HTTP %d: %s)", err, resp.StatusCode, strings.TrimSpace(string(body)))
 		}
 		return 0, 0, err
 	}
