@@ -19,11 +19,12 @@
 // The preference only fills what the template leaves unset: disk, CD-ROM
 // and LUN buses, disk cache, interface model (of the interfaces the
 // template lists), autoattach flags, machine type, subdomain, termination
-// grace period, annotations. Its requirements (minimum vCPUs and memory)
-// are checked against the instancetype, or the VM without one. Clock,
-// features, firmware, TPM and RNG preferences are accepted and not applied
-// (the nodevirt VMI has no such fields yet): NotApplied lists them and the
-// VM gets a PreferenceNotApplied event when its VMI is created.
+// grace period, annotations, features (Hyper-V enlightenment by
+// enlightenment), clock offset and timers, the bootloader (EFI before
+// BIOS) and an rng device. Its requirements (minimum vCPUs and memory)
+// are checked against the instancetype, or the VM without one. A TPM
+// preference is accepted and not applied (no vTPM): NotApplied lists it and
+// the VM gets a PreferenceNotApplied event when its VMI is created.
 //
 // # Revisions (Revisions.Store, Revisions.Expand)
 //

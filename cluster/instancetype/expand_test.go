@@ -129,6 +129,61 @@ func TestExpand(t *testing.T) {
 			// disks[1] keeps its virtio; a CD-ROM has its own preference
 			d.Disks[3].Disk = &v1.DiskTarget{Bus: v1.DiskBusSATA} // a bare disk is a disk
 			d.Interfaces[0].Model = "e1000"
+			t.Spec.Domain.Features = &v1.Features{SMM: &v1.FeatureState{}}
+		},
+	}, {
+		name: "platform preferences fill unset features, clock, firmware, rng",
+		pref: &itv1beta1.VirtualMachinePreferenceSpec{
+			Clock: &itv1beta1.ClockPreferences{
+				PreferredClockOffset: &itv1beta1.ClockOffset{UTC: &itv1beta1.ClockOffsetUTC{OffsetSeconds: ptr.To(60)}},
+				PreferredTimer:       &itv1beta1.Timer{HPET: &itv1beta1.TickTimer{Enabled: ptr.To(false)}, RTC: &itv1beta1.RTCTimer{TickPolicy: "catchup"}},
+			},
+			Devices: &itv1beta1.DevicePreferences{PreferredRng: &itv1beta1.Rng{}},
+			Features: &itv1beta1.FeaturePreferences{
+				PreferredAcpi: &itv1beta1.FeatureState{}, PreferredApic: &itv1beta1.FeatureAPIC{},
+				PreferredSmm: &itv1beta1.FeatureState{Enabled: ptr.To(true)},
+				PreferredHyperv: &itv1beta1.FeatureHyperv{Relaxed: &itv1beta1.FeatureState{}, VAPIC: &itv1beta1.FeatureState{},
+					Spinlocks: &itv1beta1.FeatureSpinlocks{Retries: ptr.To[uint32](8191)}},
+			},
+			Firmware: &itv1beta1.FirmwarePreferences{PreferredEfi: &itv1beta1.EFI{SecureBoot: ptr.To(true)}, PreferredUseBios: ptr.To(true)},
+		},
+		vm: func(s *v1.VirtualMachineSpec) {
+			// The template's own choices win, enlightenment by enlightenment.
+			s.Template.Spec.Domain.Features = &v1.Features{Hyperv: &v1.FeatureHyperv{Relaxed: &v1.FeatureState{Enabled: ptr.To(false)}}}
+			s.Template.Spec.Domain.Firmware = &v1.Firmware{Serial: "s1"}
+		},
+		want: func(t *v1.VirtualMachineInstanceTemplateSpec) {
+			d := &t.Spec.Domain
+			d.Features.APIC = &v1.FeatureAPIC{}
+			d.Features.SMM = &v1.FeatureState{Enabled: ptr.To(true)}
+			d.Features.Hyperv.VAPIC = &v1.FeatureState{}
+			d.Features.Hyperv.Spinlocks = &v1.FeatureSpinlocks{Retries: ptr.To[uint32](8191)}
+			d.Clock = &v1.Clock{ClockOffset: v1.ClockOffset{UTC: &v1.ClockOffsetUTC{OffsetSeconds: ptr.To(60)}},
+				Timer: &v1.Timer{HPET: &v1.HPETTimer{Enabled: ptr.To(false)}, RTC: &v1.RTCTimer{TickPolicy: v1.RTCTickPolicyCatchup}}}
+			d.Firmware.Bootloader = &v1.Bootloader{EFI: &v1.EFI{SecureBoot: ptr.To(true)}}
+			d.Devices.Rng = &v1.Rng{}
+		},
+	}, {
+		name: "firmware preference: the template's bootloader wins; deprecated useEfi",
+		pref: &itv1beta1.VirtualMachinePreferenceSpec{Firmware: &itv1beta1.FirmwarePreferences{
+			DeprecatedPreferredUseEfi: ptr.To(true), DeprecatedPreferredUseSecureBoot: ptr.To(false)}},
+		vm: func(s *v1.VirtualMachineSpec) {
+			s.Template.Spec.Domain.Firmware = &v1.Firmware{Bootloader: &v1.Bootloader{BIOS: &v1.BIOS{}}}
+		},
+		want: func(t *v1.VirtualMachineInstanceTemplateSpec) {},
+	}, {
+		name: "firmware preference: deprecated useEfi/useSecureBoot",
+		pref: &itv1beta1.VirtualMachinePreferenceSpec{Firmware: &itv1beta1.FirmwarePreferences{
+			DeprecatedPreferredUseEfi: ptr.To(true), DeprecatedPreferredUseSecureBoot: ptr.To(false)}},
+		want: func(t *v1.VirtualMachineInstanceTemplateSpec) {
+			t.Spec.Domain.Firmware = &v1.Firmware{Bootloader: &v1.Bootloader{EFI: &v1.EFI{SecureBoot: ptr.To(false)}}}
+		},
+	}, {
+		name: "firmware preference: BIOS with serial",
+		pref: &itv1beta1.VirtualMachinePreferenceSpec{Firmware: &itv1beta1.FirmwarePreferences{
+			PreferredUseBios: ptr.To(true), PreferredUseBiosSerial: ptr.To(true)}},
+		want: func(t *v1.VirtualMachineInstanceTemplateSpec) {
+			t.Spec.Domain.Firmware = &v1.Firmware{Bootloader: &v1.Bootloader{BIOS: &v1.BIOS{UseSerial: ptr.To(true)}}}
 		},
 	}, {
 		name: "preference without instancetype keeps the VM's own CPU and memory",
@@ -213,13 +268,13 @@ func TestExpand(t *testing.T) {
 	}
 }
 
-func TestNotApplied_Windows(t *testing.T) {
+func TestNotApplied_OnlyTPM(t *testing.T) {
 	pref := &itv1beta1.VirtualMachinePreferenceSpec{
 		Clock:    &itv1beta1.ClockPreferences{},
 		Devices:  &itv1beta1.DevicePreferences{PreferredDiskBus: v1.DiskBusSATA, PreferredTPM: &itv1beta1.TPMDevice{}},
 		Features: &itv1beta1.FeaturePreferences{}, Firmware: &itv1beta1.FirmwarePreferences{},
 	}
-	want := []string{"spec.clock", "spec.features", "spec.firmware", "spec.devices.preferredTPM"}
+	want := []string{"spec.devices.preferredTPM"}
 	if diff := cmp.Diff(want, instancetype.NotApplied(pref)); diff != "" {
 		t.Errorf("NotApplied (-want +got):\n%s", diff)
 	}

@@ -8,13 +8,14 @@ import (
 )
 
 // applyPreference fills what the template leaves unset. The vCPU layout
-// is the instancetype's business (topology); preferences the VMI has no
-// field for are listed by NotApplied.
+// is the instancetype's business (topology); preferences nodevirt does not
+// apply are listed by NotApplied.
 func applyPreference(pref *itv1beta1.VirtualMachinePreferenceSpec, out *v1.VirtualMachineInstanceTemplateSpec) {
 	spec := &out.Spec
 	if dp := pref.Devices; dp != nil {
 		applyDevices(dp, &spec.Domain.Devices)
 	}
+	applyPlatform(pref, &spec.Domain)
 	if m := pref.Machine; m != nil && m.PreferredMachineType != "" {
 		if spec.Domain.Machine == nil {
 			spec.Domain.Machine = &v1.Machine{}
@@ -73,23 +74,11 @@ func applyDevices(dp *itv1beta1.DevicePreferences, devices *v1.Devices) {
 }
 
 // NotApplied lists the preference's fields that nodevirt accepts but does
-// not apply, because its VMI has no field to put them in yet.
+// not apply: devices.preferredTPM (nodevirt has no vTPM; a VM asking for
+// one itself is refused at admission).
 func NotApplied(pref *itv1beta1.VirtualMachinePreferenceSpec) []string {
-	if pref == nil {
+	if pref == nil || pref.Devices == nil || pref.Devices.PreferredTPM == nil {
 		return nil
 	}
-	var out []string
-	add := func(set bool, field string) {
-		if set {
-			out = append(out, "spec."+field)
-		}
-	}
-	add(pref.Clock != nil, "clock")
-	add(pref.Features != nil, "features")
-	add(pref.Firmware != nil, "firmware")
-	if d := pref.Devices; d != nil {
-		add(d.PreferredRng != nil, "devices.preferredRng")
-		add(d.PreferredTPM != nil, "devices.preferredTPM")
-	}
-	return out
+	return []string{"spec.devices.preferredTPM"}
 }

@@ -279,7 +279,7 @@ func (r *Revisions) Expand(ctx context.Context, vm *v1.VirtualMachine) (*v1.Virt
 	}
 	if skipped := NotApplied(pref); len(skipped) > 0 && r.d.Recorder != nil {
 		r.d.Recorder.Eventf(vm, corev1.EventTypeNormal, EventPreferenceNotApplied,
-			"Preference %s: %v not applied: nodevirt VMIs have no such fields yet", vm.Spec.Preference.Name, skipped)
+			"Preference %s: %v not applied: nodevirt has no vTPM", vm.Spec.Preference.Name, skipped)
 	}
 	return out, nil
 }

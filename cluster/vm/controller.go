@@ -146,7 +146,11 @@ func (c *Controller) apply(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.V
 	return vm, err
 }
 
-// NewVMI renders the VMI a VM creates from its template.
+// NewVMI renders the VMI a VM creates from its template. A template
+// without firmware.uuid gets the VM's UID as the guest's SMBIOS UUID, so
+// the guest sees one UUID across restarts and no other VM shares it
+// (KubeVirt's firmware UUID persistence, VEP 14, stores the same value
+// into the VM's template; nodevirt leaves the user's spec alone).
 func NewVMI(vm *v1.VirtualMachine) *v1.VirtualMachineInstance {
 	vmi := &v1.VirtualMachineInstance{
 		ObjectMeta: metav1.ObjectMeta{
@@ -160,6 +164,16 @@ func NewVMI(vm *v1.VirtualMachine) *v1.VirtualMachineInstance {
 		vmi.Labels = copyMap(t.ObjectMeta.Labels)
 		vmi.Annotations = copyMap(t.ObjectMeta.Annotations)
 		vmi.Spec = *t.Spec.DeepCopy()
+	}
+	if vm.UID != "" {
+		fw := vmi.Spec.Domain.Firmware
+		if fw == nil {
+			fw = &v1.Firmware{}
+			vmi.Spec.Domain.Firmware = fw
+		}
+		if fw.UUID == "" {
+			fw.UUID = vm.UID
+		}
 	}
 	return vmi
 }

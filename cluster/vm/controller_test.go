@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/runtime"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -100,7 +101,7 @@ func TestSync_CreatesVMIFromTemplate(t *testing.T) {
 				Controller: ptrTrue(), BlockOwnerDeletion: ptrTrue()}},
 			Finalizers: []string{v1.VirtualMachineInstanceFinalizer},
 		},
-		Spec: v1.VirtualMachineInstanceSpec{Hostname: "guest"},
+		Spec: v1.VirtualMachineInstanceSpec{Hostname: "guest", Domain: v1.DomainSpec{Firmware: &v1.Firmware{UUID: "vm-uid"}}},
 	}
 	if diff := cmp.Diff(wantVMI, vmi); diff != "" {
 		t.Errorf("vmi (-want +got):\n%s", diff)
@@ -117,6 +118,35 @@ func TestSync_CreatesVMIFromTemplate(t *testing.T) {
 }
 
 func ptrTrue() *bool { b := true; return &b }
+
+func TestNewVMI_FirmwareUUID(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  types.UID
+		want types.UID
+	}{
+		{"unset: the VM's UID", "", "vm-uid"},
+		{"set in the template: kept", "5d307ca9-b3ef-428c-8861-06e72d69f223", "5d307ca9-b3ef-428c-8861-06e72d69f223"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vm := testVM(v1.RunStrategyAlways, func(vm *v1.VirtualMachine) {
+				if tc.set != "" {
+					vm.Spec.Template.Spec.Domain.Firmware = &v1.Firmware{UUID: tc.set, Serial: "s"}
+				}
+			})
+			got := NewVMI(vm).Spec.Domain.Firmware
+			if got == nil || got.UUID != tc.want {
+				t.Fatalf("firmware = %+v, want uuid %s", got, tc.want)
+			}
+			if tc.set != "" && got.Serial != "s" {
+				t.Errorf("serial lost: %+v", got)
+			}
+			if vm.Spec.Template.Spec.Domain.Firmware != nil && tc.set == "" {
+				t.Errorf("the VM's template was changed: %+v", vm.Spec.Template.Spec.Domain.Firmware)
+			}
+		})
+	}
+}
 
 func TestSync_Actions(t *testing.T) {
 	owned := func(vmi *v1.VirtualMachineInstance) {

@@ -9,9 +9,9 @@
 // The schema keeps KubeVirt's spellings. Instancetype fields nodevirt cannot
 // honour (dedicated CPUs, NUMA, hugepages, GPUs, host devices, I/O threads,
 // launch security, memory hotplug) are left out, so `kubectl apply` fails
-// naming them. Preferences are soft by definition: the ones whose target the
-// nodevirt VMI does not have yet (features, clock, firmware, TPM) are
-// accepted and not applied, and the VM controller says so in an event.
+// naming them. Preferences are soft by definition: a TPM preference (no
+// vTPM in nodevirt) is accepted and not applied, and the VM controller says
+// so in an event.
 //
 // Deep copy functions, the typed clientset, listers and informers are
 // generated (zz_generated.deepcopy.go, cluster/client); run `make generate`

@@ -1,9 +1,10 @@
 package v1beta1
 
 // The types below spell KubeVirt's kubevirt.io/v1 feature, clock, firmware
-// and device structs as far as preferences use them. The nodevirt VMI does
-// not have these fields yet, so preferences holding them are accepted and
-// not applied.
+// and device structs as far as preferences use them, without the VMI's
+// admission rules: a preference is accepted on its own and the VMI it
+// expands to is checked like any other (cluster/instancetype converts them
+// by their common JSON spelling).
 
 // FeatureState enables or disables a feature.
 type FeatureState struct {

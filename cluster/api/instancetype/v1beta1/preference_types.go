@@ -58,9 +58,9 @@ type VirtualMachineClusterPreferenceList struct {
 	Items           []VirtualMachineClusterPreference `json:"items"`
 }
 
-// VirtualMachinePreferenceSpec holds the preferred values. Clock, Features,
-// Firmware and Devices.PreferredTPM/PreferredRng are accepted but not
-// applied: the nodevirt VMI has no such fields yet.
+// VirtualMachinePreferenceSpec holds the preferred values, applied where
+// the VM's template leaves a field unset. Devices.PreferredTPM is accepted
+// but not applied (nodevirt has no vTPM).
 type VirtualMachinePreferenceSpec struct {
 	// +optional
 	Clock *ClockPreferences `json:"clock,omitempty"`
@@ -172,15 +172,16 @@ type DevicePreferences struct {
 	// +optional
 	// +kubebuilder:validation:Enum=virtio;e1000;e1000e;igb;ne2k_pci;pcnet;rtl8139
 	PreferredInterfaceModel string `json:"preferredInterfaceModel,omitempty"`
-	// PreferredRng is accepted, not applied.
+	// PreferredRng adds a virtio-rng device if the VM has none.
 	// +optional
 	PreferredRng *Rng `json:"preferredRng,omitempty"`
-	// PreferredTPM is accepted, not applied.
+	// PreferredTPM is accepted, not applied (nodevirt has no vTPM).
 	// +optional
 	PreferredTPM *TPMDevice `json:"preferredTPM,omitempty"`
 }
 
-// FeaturePreferences are accepted, not applied.
+// FeaturePreferences fill the VMI's spec.domain.features the VM leaves
+// unset (Hyper-V enlightenment by enlightenment).
 type FeaturePreferences struct {
 	// +optional
 	PreferredAcpi *FeatureState `json:"preferredAcpi,omitempty"`
@@ -196,7 +197,8 @@ type FeaturePreferences struct {
 	PreferredSmm *FeatureState `json:"preferredSmm,omitempty"`
 }
 
-// FirmwarePreferences are accepted, not applied.
+// FirmwarePreferences choose the bootloader when the VM names none:
+// preferredEfi (or the deprecated preferredUseEfi) before preferredUseBios.
 type FirmwarePreferences struct {
 	// +optional
 	PreferredUseBios *bool `json:"preferredUseBios,omitempty"`
@@ -220,7 +222,8 @@ type MachinePreferences struct {
 	PreferredMachineType string `json:"preferredMachineType,omitempty"`
 }
 
-// ClockPreferences are accepted, not applied.
+// ClockPreferences fill the VMI's clock offset and timers if the VM sets
+// none.
 type ClockPreferences struct {
 	// +optional
 	PreferredClockOffset *ClockOffset `json:"preferredClockOffset,omitempty"`
