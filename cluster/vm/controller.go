@@ -146,11 +146,7 @@ func (c *Controller) apply(ctx context.Context, vm *v1.VirtualMachine, vmi *v1.V
 	return vm, err
 }
 
-// NewVMI renders the VMI a VM creates from its template. A template
-// without firmware.uuid gets the VM's UID as the guest's SMBIOS UUID, so
-// the guest sees one UUID across restarts and no other VM shares it
-// (KubeVirt's firmware UUID persistence, VEP 14, stores the same value
-// into the VM's template; nodevirt leaves the user's spec alone).
+// NewVMI renders the VMI a VM creates from its template.
 func NewVMI(vm *v1.VirtualMachine) *v1.VirtualMachineInstance {
 	vmi := &v1.VirtualMachineInstance{
 		ObjectMeta: metav1.ObjectMeta{
@@ -165,17 +161,26 @@ func NewVMI(vm *v1.VirtualMachine) *v1.VirtualMachineInstance {
 		vmi.Annotations = copyMap(t.ObjectMeta.Annotations)
 		vmi.Spec = *t.Spec.DeepCopy()
 	}
-	if vm.UID != "" {
-		fw := vmi.Spec.Domain.Firmware
-		if fw == nil {
-			fw = &v1.Firmware{}
-			vmi.Spec.Domain.Firmware = fw
-		}
-		if fw.UUID == "" {
-			fw.UUID = vm.UID
-		}
-	}
 	return vmi
+}
+
+// defaultFirmwareUUID gives a VMI whose (expanded) spec has no
+// firmware.uuid the VM's UID as the guest's SMBIOS UUID, so the guest sees
+// one UUID across restarts and no other VM shares it (KubeVirt's firmware
+// UUID persistence, VEP 14, stores the same value into the VM's template;
+// nodevirt leaves the user's spec alone).
+func defaultFirmwareUUID(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance) {
+	if vm.UID == "" {
+		return
+	}
+	fw := vmi.Spec.Domain.Firmware
+	if fw == nil {
+		fw = &v1.Firmware{}
+		vmi.Spec.Domain.Firmware = fw
+	}
+	if fw.UUID == "" {
+		fw.UUID = vm.UID
+	}
 }
 
 func (c *Controller) createVMI(ctx context.Context, vm *v1.VirtualMachine, res Result) error {
@@ -184,6 +189,7 @@ func (c *Controller) createVMI(ctx context.Context, vm *v1.VirtualMachine, res R
 		c.d.Recorder.Eventf(vm, corev1.EventTypeWarning, EventFailedCreate, "Error creating VirtualMachineInstance: %v", err)
 		return fmt.Errorf("expand vmi %s/%s: %w", vm.Namespace, vm.Name, err)
 	}
+	defaultFirmwareUUID(vm, vmi)
 	if res.StartPaused {
 		s := v1.StartStrategyPaused
 		vmi.Spec.StartStrategy = &s

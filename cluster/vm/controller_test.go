@@ -119,7 +119,7 @@ func TestSync_CreatesVMIFromTemplate(t *testing.T) {
 
 func ptrTrue() *bool { b := true; return &b }
 
-func TestNewVMI_FirmwareUUID(t *testing.T) {
+func TestDefaultFirmwareUUID(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		set  types.UID
@@ -134,7 +134,9 @@ func TestNewVMI_FirmwareUUID(t *testing.T) {
 					vm.Spec.Template.Spec.Domain.Firmware = &v1.Firmware{UUID: tc.set, Serial: "s"}
 				}
 			})
-			got := NewVMI(vm).Spec.Domain.Firmware
+			vmi := NewVMI(vm)
+			defaultFirmwareUUID(vm, vmi)
+			got := vmi.Spec.Domain.Firmware
 			if got == nil || got.UUID != tc.want {
 				t.Fatalf("firmware = %+v, want uuid %s", got, tc.want)
 			}

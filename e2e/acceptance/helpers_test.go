@@ -56,13 +56,21 @@ func (s *suite) example(t *testing.T, name, newName string, edits ...string) []b
 	if newName != "" {
 		m = renameObject(m, newName)
 	}
-	for i := 0; i+1 < len(edits); i += 2 {
-		if !strings.Contains(m, edits[i]) {
-			t.Fatalf("example %s: edit target %q not found", name, edits[i])
+	return edit(t, []byte(m), edits...)
+}
+
+// edit applies old → new replacements (every occurrence) to manifest m;
+// each old must occur.
+func edit(t *testing.T, m []byte, pairs ...string) []byte {
+	t.Helper()
+	s := string(m)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if !strings.Contains(s, pairs[i]) {
+			t.Fatalf("edit target %q not in manifest:\n%s", pairs[i], s)
 		}
-		m = strings.ReplaceAll(m, edits[i], edits[i+1])
+		s = strings.ReplaceAll(s, pairs[i], pairs[i+1])
 	}
-	return []byte(m)
+	return []byte(s)
 }
 
 // renameObject sets the first metadata name of manifest m.

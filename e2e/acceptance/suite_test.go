@@ -60,6 +60,11 @@ type extra struct {
 var extras = []extra{
 	{10, "PrometheusScrape", testPrometheusScrape},
 	{19, "PVCs", testPVCs},
+	{19, "Instancetype", testInstancetypeVM},
+	{19, "EFI", testEFIVM},
+	{19, "SecureBoot", testSecureBootVM},
+	{19, "ReplicaSetScale", testReplicaSetScale},
+	{19, "Pool", testPool},
 	{23, "PodShape", testPodShape},
 	// Last: it redeploys nodevirt on the fallback shape and back.
 	{23, "PodShapeFallback", testPodShapeFallback},

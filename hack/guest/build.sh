@@ -3,7 +3,7 @@
 #
 #   hack/guest/build.sh OUTDIR
 #
-# Outputs: vmlinux, initrd.img, disk.img, disk.qcow2. Each output is rebuilt only
+# Outputs: vmlinux, bzImage, initrd.img, disk.img, disk.qcow2. Each output is rebuilt only
 # when it is missing or older than one of its inputs. Needs no root: the disk is
 # a FAT file system filled with mtools and made bootable with syslinux.
 set -euo pipefail
@@ -121,6 +121,9 @@ build_qcow2() {
 
 mapfile -t rootfs_files < <(find "$here/rootfs" -type f)
 if stale "$out/vmlinux" "$vmlinuz" "$here/build.sh"; then extract_vmlinux; fi
+# bzImage: the installed kernel as is (EFI stub), for OVMF, which boots a
+# kernelBoot kernel as an EFI application and cannot use the PVH vmlinux.
+if stale "$out/bzImage" "$vmlinuz"; then cp "$vmlinuz" "$out/bzImage"; fi
 if stale "$out/initrd.img" "$here/build.sh" "$vmlinuz" /bin/busybox /usr/sbin/qemu-ga "${rootfs_files[@]}"; then build_initrd; fi
 if stale "$out/disk.img" "$here/build.sh" "$here/syslinux.cfg" "$vmlinuz" "$out/initrd.img"; then build_disk; fi
 if stale "$out/disk.qcow2" "$out/disk.img"; then build_qcow2; fi

@@ -8,10 +8,11 @@
 #   probe               static test tool (HTTP server/client, API check)
 #   <cmd>               every cmd/<cmd> except the clients nodectl and
 #                       kubectl-nodevirt: /usr/bin/<cmd>
-#   nodevirt-launcher   QEMU with its library closure, firmware (SeaBIOS, OVMF) and keymaps
+#   nodevirt-launcher   QEMU and swtpm with their library closure, firmware (SeaBIOS, OVMF) and keymaps
 #                       (self-contained, nothing from the host's /usr), plus
 #                       /usr/bin/nodevirt-launcher once cmd/nodevirt-launcher exists
-#   guest-kernel        /boot/vmlinux, /boot/initrd.img   (firmware.kernelBoot.container)
+#   guest-kernel        /boot/vmlinux, /boot/bzImage (EFI), /boot/initrd.img
+#                       (firmware.kernelBoot.container)
 #   guest-disk          /disk/disk.qcow2, uid 107          (containerDisk)
 # The guest images need $NODEVIRT_OUT/guest/ (make guest-images).
 set -euo pipefail
@@ -83,6 +84,7 @@ done
 qemu_mods=/usr/lib/x86_64-linux-gnu/qemu
 flags=(-libs)
 files=("$base=/" /usr/bin/qemu-system-x86_64=/usr/bin/qemu-system-x86_64 /usr/bin/qemu-img=/usr/bin/qemu-img
+	/usr/bin/swtpm=/usr/bin/swtpm
 	/usr/share/qemu=/usr/share/qemu /usr/share/seabios=/usr/share/seabios)
 # OVMF for firmware.bootloader.efi: only the 4 MiB builds the launch spec
 # names (node/launchspec/convert/firmware.go).
@@ -101,7 +103,9 @@ image nodevirt-launcher "${flags[@]}" "${files[@]}"
 
 # Guest images (make guest-images).
 if [ -f "$guest/vmlinux" ] && [ -f "$guest/initrd.img" ]; then
-	image guest-kernel "$guest/vmlinux=/boot/vmlinux" "$guest/initrd.img=/boot/initrd.img"
+	kernel=("$guest/vmlinux=/boot/vmlinux" "$guest/initrd.img=/boot/initrd.img")
+	[ -f "$guest/bzImage" ] && kernel+=("$guest/bzImage=/boot/bzImage")
+	image guest-kernel "${kernel[@]}"
 fi
 qcow=$guest/disk.qcow2
 if [ ! -f "$qcow" ] && [ -f "$guest/disk.img" ]; then

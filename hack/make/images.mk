@@ -10,7 +10,7 @@ export IMAGE_PREFIX IMAGE_TAG
 .PHONY: images push
 
 images: guest-images ## Build the images (pause, probe, cmd/*, launcher, guest) into _output/images and import them into the local cluster.
-	hack/apt-install.sh qemu-system-x86 qemu-utils ipxe-qemu seabios ovmf
+	hack/apt-install.sh qemu-system-x86 qemu-utils ipxe-qemu seabios ovmf swtpm
 	hack/images/build.sh
 
 push: images ## Push the images (not pause/probe) to REGISTRY, e.g. make push REGISTRY=quay.io/nodevirt.

@@ -10,7 +10,9 @@
 // disks the spec lists (containerDisk overlays through
 // /proc/<holder pid>/root, emptyDisk images, a filesystem-mode PVC's
 // disk.img when absent, never touched when present; a block-mode PVC's
-// device checked), starts QEMU as its child,
+// device checked), starts swtpm when the spec has a TPM (a child like
+// QEMU, with PR_SET_PDEATHSIG; it ends when QEMU closes its control
+// connection), starts QEMU as its child,
 // writes sockets/qemu-running.json (its Status) once QEMU runs (the agent
 // watches the directory instead of polling), and when QEMU exits writes
 // sockets/qemu-exit.json (an Exit), answers for

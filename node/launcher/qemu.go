@@ -33,6 +33,7 @@ type qemuProc struct {
 	// which closes migWatched when QEMU's monitor ended.
 	migratedAway atomic.Bool
 	migWatched   chan struct{}
+	tpm          *swtpmProc // nil without devices.tpm
 }
 
 // launch prepares disks, starts QEMU and supervises it; it runs in its own
@@ -52,11 +53,21 @@ func (s *Server) launch(spec launchspec.Spec) {
 		s.fail(err)
 		return
 	}
-	p, err := s.startQEMU(ctx, spec)
+	tpm, err := s.startTPM(ctx, spec.TPM)
 	if err != nil {
 		s.fail(err)
 		return
 	}
+	p, err := s.startQEMU(ctx, spec)
+	if err != nil {
+		if tpm != nil {
+			_ = tpm.cmd.Process.Kill()
+			tpm.stop()
+		}
+		s.fail(err)
+		return
+	}
+	p.tpm = tpm
 	now := time.Now()
 	s.mu.Lock()
 	s.qemu = p
@@ -166,6 +177,7 @@ func (s *Server) supervise(p *qemuProc, spec launchspec.Spec) {
 		s.gracefulStop(p, time.Duration(spec.GracePeriodSeconds)*time.Second)
 	}
 	<-p.waited
+	p.tpm.stop()
 	e := p.exit()
 	s.log.Info("QEMU exited", "code", e.Code, "signal", e.Signal, "reason", e.Reason, "guestShutdown", e.GuestShutdown)
 	s.writeExit(&e)

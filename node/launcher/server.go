@@ -21,6 +21,7 @@ import (
 const (
 	DefaultQEMU       = "/usr/bin/qemu-system-x86_64"
 	DefaultQEMUImg    = "/usr/bin/qemu-img"
+	DefaultSWTPM      = "/usr/bin/swtpm"
 	DefaultLinger     = 5 * time.Second
 	DefaultHolderWait = 2 * time.Minute
 	DefaultKillWait   = 5 * time.Second
@@ -39,6 +40,7 @@ type Config struct {
 	BlockDir string
 	QEMU     string // QEMU binary; "" = DefaultQEMU
 	QEMUImg  string // qemu-img binary; "" = DefaultQEMUImg
+	SWTPM    string // swtpm binary (devices.tpm); "" = DefaultSWTPM
 	// Linger is how long the API keeps answering after QEMU exited.
 	Linger time.Duration
 	// HolderWait bounds the wait for a containerDisk holder's pid file.
@@ -66,6 +68,9 @@ func (c *Config) Validate() error {
 	}
 	if c.QEMUImg == "" {
 		c.QEMUImg = DefaultQEMUImg
+	}
+	if c.SWTPM == "" {
+		c.SWTPM = DefaultSWTPM
 	}
 	if c.Linger == 0 {
 		c.Linger = DefaultLinger

@@ -115,6 +115,14 @@ const PVCImageName = "disk.img"
 // copied from the firmware's template before QEMU starts.
 func (p Paths) EFIVars() string { return filepath.Join(p.Private, "efi", "OVMF_VARS.fd") }
 
+// TPMState is the directory of the vTPM's state (swtpm's --tpmstate): in
+// the pod's private directory, so it lives as long as the pod.
+func (p Paths) TPMState() string { return filepath.Join(p.Private, "tpm", "state") }
+
+// TPMSocket is swtpm's control socket, which QEMU's tpm-emulator backend
+// connects to.
+func (p Paths) TPMSocket() string { return filepath.Join(p.Private, "tpm", "swtpm.sock") }
+
 // PVCFile is the disk image of a filesystem-mode PVC volume.
 func (p Paths) PVCFile(volume string) string {
 	return filepath.Join(p.PVCs, volume, PVCImageName)

@@ -31,6 +31,8 @@ type Spec struct {
 	// RTC, when set, is a guest clock base the launcher turns into a
 	// trailing "-rtc base=<date>" when it starts QEMU.
 	RTC *RTC `json:"rtc,omitempty"`
+	// TPM, when set, makes the launcher start swtpm before QEMU.
+	TPM *TPM `json:"tpm,omitempty"`
 	// GracePeriodSeconds is how long the launcher waits after an ACPI
 	// power-down on SIGTERM before it sends QMP quit.
 	GracePeriodSeconds int64 `json:"gracePeriodSeconds"`
@@ -156,6 +158,11 @@ func (s Spec) Verify() error {
 	}
 	if s.RTC != nil {
 		if err := s.RTC.Validate(); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+	}
+	if s.TPM != nil {
+		if err := s.TPM.Validate(); err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 	}

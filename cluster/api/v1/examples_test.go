@@ -41,18 +41,16 @@ type refusal []string
 // (GPUs, SR-IOV, USB and other host devices, DRA) and other projects'
 // add-ons (CDI DataVolumes, Multus, sidecar hooks).
 var exampleRefusals = map[string]refusal{
-	"vm-alpine-datavolume.yaml":     {"spec.dataVolumeTemplates", "CDI"},
-	"vmi-gpu.yaml":                  {"spec.domain.devices.gpus"},
-	"vmi-dra-pgpu.yaml":             {"spec.domain.devices.gpus"},
-	"pgpu-resource-claim-tmpl.yaml": {"ResourceClaimTemplate", "resource.k8s.io"},
-	"vmi-sriov.yaml":                {"spec.domain.devices.interfaces[1].sriov"},
-	"vmi-multus-multiple-net.yaml":  {"spec.networks[1]", "Multus"},
-	"vmi-multus-ptp.yaml":           {"spec.networks[0]", "Multus"},
-	"vmi-usb.yaml":                  {"spec.domain.devices.hostDevices"},
-	"vmi-host-disk.yaml":            {"spec.volumes[0]", "hostDisk"},
-	"vmi-preset-small.yaml":         {"VirtualMachineInstancePreset"},
-	// A virtual TPM needs swtpm beside QEMU, which the launcher does not run yet.
-	"vmi-windows.yaml":                           {"spec.domain.devices.tpm", "not supported"},
+	"vm-alpine-datavolume.yaml":                  {"spec.dataVolumeTemplates", "CDI"},
+	"vmi-gpu.yaml":                               {"spec.domain.devices.gpus"},
+	"vmi-dra-pgpu.yaml":                          {"spec.domain.devices.gpus"},
+	"pgpu-resource-claim-tmpl.yaml":              {"ResourceClaimTemplate", "resource.k8s.io"},
+	"vmi-sriov.yaml":                             {"spec.domain.devices.interfaces[1].sriov"},
+	"vmi-multus-multiple-net.yaml":               {"spec.networks[1]", "Multus"},
+	"vmi-multus-ptp.yaml":                        {"spec.networks[0]", "Multus"},
+	"vmi-usb.yaml":                               {"spec.domain.devices.hostDevices"},
+	"vmi-host-disk.yaml":                         {"spec.volumes[0]", "hostDisk"},
+	"vmi-preset-small.yaml":                      {"VirtualMachineInstancePreset"},
 	"vmi-with-sidecar-hook.yaml":                 {"metadata.annotations[hooks.kubevirt.io/hookSidecars]", "sidecars are not supported"},
 	"vmi-with-sidecar-hook-configmap.yaml":       {"metadata.annotations[hooks.kubevirt.io/hookSidecars]", "sidecars are not supported"},
 	"vm-cirros-with-sidecar-hook-configmap.yaml": {"spec.template.metadata.annotations[hooks.kubevirt.io/hookSidecars]", "sidecars are not supported"},

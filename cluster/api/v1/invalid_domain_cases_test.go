@@ -38,9 +38,9 @@ func domainInvalidCases() []invalidCase {
 			field:  "spec.domain.firmware.bootloader", detail: "at most one of bios and efi",
 		},
 		{
-			name: "tpm-enabled", file: domainFile,
-			mutate: func(o map[string]any) { set(o, map[string]any{}, at("devices", "tpm")...) },
-			field:  "spec.domain.devices.tpm", detail: "virtual TPM is not supported",
+			name: "tpm-persistent", file: domainFile,
+			mutate: func(o map[string]any) { set(o, map[string]any{"persistent": true}, at("devices", "tpm")...) },
+			field:  "spec.domain.devices.tpm.persistent", detail: "persistent vTPM",
 		},
 		{
 			name: "utc-and-timezone", file: domainFile,

@@ -78,16 +78,18 @@ type I6300ESBWatchdog struct {
 	Action WatchdogAction `json:"action,omitempty"`
 }
 
-// TPMDevice is a virtual TPM. nodevirt runs no swtpm, so a TPM that is
-// enabled is refused at admission; enabled: false is accepted (a
-// preference may add a TPM the VM turns off).
+// TPMDevice is a virtual TPM 2.0 (QEMU's tpm-tis on an swtpm the launcher
+// runs beside QEMU). Its state lives as long as the VMI, as KubeVirt's
+// default; persistent state (kept across VMI restarts, which KubeVirt keeps
+// on a PVC) is refused.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.enabled) && !self.enabled",message="a virtual TPM is not supported by nodevirt (no swtpm): remove spec.domain.devices.tpm or set tpm.enabled: false",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.persistent) || !self.persistent",fieldPath=".persistent",message="a persistent vTPM (state kept across VMI restarts) is not supported by nodevirt: the TPM state lives as long as the VMI",reason=FieldValueForbidden
 type TPMDevice struct {
-	// Enabled defaults to true; only false is accepted.
+	// Enabled defaults to true.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
-	// Persistent keeps the TPM state across reboots.
+	// Persistent keeps the TPM state across VMI restarts; only false is
+	// supported (the state survives guest reboots, not a new VMI).
 	// +optional
 	Persistent *bool `json:"persistent,omitempty"`
 }

@@ -46,6 +46,7 @@ func Build(in Input) (launchspec.Spec, error) {
 		Disks:              b.prep,
 		Devices:            b.devices,
 		RTC:                b.rtc,
+		TPM:                b.tpm,
 		GracePeriodSeconds: DefaultGracePeriodSeconds,
 	}
 	if g := b.vmi.Spec.TerminationGracePeriodSeconds; g != nil {

@@ -189,7 +189,10 @@ func TestBuild_Errors(t *testing.T) {
 			in.VMI.Spec.Domain.Firmware = &v1.Firmware{KernelBoot: &v1.KernelBoot{
 				Container: &v1.KernelBootContainer{Image: "k", KernelPath: "/boot/vmlinux", InitrdPath: "/"}}}
 		}, ErrInvalid},
-		{"tpm enabled", func(in *Input) { in.VMI.Spec.Domain.Devices.TPM = &v1.TPMDevice{} }, ErrUnsupported},
+		{"tpm persistent", func(in *Input) {
+			yes := true
+			in.VMI.Spec.Domain.Devices.TPM = &v1.TPMDevice{Persistent: &yes}
+		}, ErrUnsupported},
 		{"secure boot without smm", func(in *Input) {
 			in.VMI.Spec.Domain.Firmware = &v1.Firmware{Bootloader: &v1.Bootloader{EFI: &v1.EFI{}}}
 		}, ErrInvalid},
@@ -260,6 +263,30 @@ func TestBuild_Autoattach(t *testing.T) {
 			if strings.Contains(a, bad) {
 				t.Errorf("argument %q present although disabled", a)
 			}
+		}
+	}
+}
+
+// A kernel boot with an initrd and a TPM under BIOS names its kernel for
+// the launcher's PVH check; under EFI it does not.
+func TestBuild_TPMKernelCheck(t *testing.T) {
+	for _, efi := range []bool{false, true} {
+		vmi := loadVMI(t, "kernelboot")
+		vmi.Spec.Domain.Devices.TPM = &v1.TPMDevice{}
+		if efi {
+			no := false
+			vmi.Spec.Domain.Firmware.Bootloader = &v1.Bootloader{EFI: &v1.EFI{SecureBoot: &no}}
+		}
+		spec, err := Build(Input{VMI: vmi, Node: tcgNode, AllowEmulation: true, Paths: launchspec.DefaultPaths()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := launchspec.DefaultPaths().Kernel()
+		if efi {
+			want = ""
+		}
+		if spec.TPM == nil || spec.TPM.BIOSKernel != want {
+			t.Errorf("efi %t: spec.TPM = %+v, want BIOSKernel %q", efi, spec.TPM, want)
 		}
 	}
 }

@@ -22,6 +22,9 @@ type builder struct {
 	kvm         bool
 	vcpus       uint64
 	rtc         *launchspec.RTC
+	tpm         *launchspec.TPM
+	// initrdKernel is the -kernel path of a kernel boot with an initrd.
+	initrdKernel string
 	// controllers added on demand
 	scsi, usb, virtioSerial bool
 	satePorts               int
@@ -164,6 +167,7 @@ func (b *builder) kernelBoot() error {
 	b.add("-kernel", kernel)
 	if kb.Container.InitrdPath != "" {
 		b.add("-initrd", initrd)
+		b.initrdKernel = kernel
 	}
 	if kb.KernelArgs != "" {
 		b.add("-append", kb.KernelArgs)

@@ -91,7 +91,9 @@
 //     qemu-xhci controller (added once), virtio → virtio-tablet-pci.
 //   - devices.watchdog.i6300esb → -device i6300esb and -watchdog-action
 //     (default reset; shutdown = ACPI power-down request).
-//   - devices.tpm: only enabled: false is accepted (no swtpm).
+//   - devices.tpm → Spec.TPM (the launcher starts swtpm, state and control
+//     socket in the pod's private directory) and -chardev/-tpmdev
+//     emulator/-device tpm-tis; persistent: true is refused.
 //   - devices.blockMultiQueue → num-queues = vCPUs on every virtio-blk
 //     disk (unset leaves QEMU's default, which on 7.2 is also one queue
 //     per vCPU). devices.networkInterfaceMultiqueue is accepted without

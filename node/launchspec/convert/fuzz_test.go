@@ -50,9 +50,10 @@ var qemuOptions = map[string]optionSyntax{
 	"-append":  {arg: true},
 	"-chardev": {arg: true, opts: true, implied: true, keys: []string{"id", "path", "server", "wait", "logfile", "logappend"}},
 	"-mon":     {arg: true, opts: true, keys: []string{"chardev", "mode"}},
+	"-tpmdev":  {arg: true, opts: true, implied: true, keys: []string{"id", "chardev"}},
 	"-vnc":     {arg: true, opts: true, implied: true},
 	"-device": {arg: true, json: true, keys: []string{"driver", "id", "bus", "chardev", "name", "drive",
-		"serial", "bootindex", "write-cache", "netdev", "mac", "rng", "iothread", "num-queues"}},
+		"serial", "bootindex", "write-cache", "netdev", "mac", "rng", "iothread", "num-queues", "tpmdev"}},
 	"-blockdev": {arg: true, json: true, keys: []string{"driver", "filename", "node-name", "read-only", "file", "cache", "aio"}},
 	"-netdev":   {arg: true, json: true, keys: []string{"type", "id", "ifname", "script", "downscript"}},
 }

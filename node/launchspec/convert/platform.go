@@ -4,14 +4,25 @@ import (
 	"fmt"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/node/launchspec"
 )
 
-// platformDevices adds the RNG, input devices and the watchdog, and
-// refuses an enabled TPM.
+// platformDevices adds the RNG, the vTPM, input devices and the watchdog.
 func (b *builder) platformDevices() error {
 	devs := b.vmi.Spec.Domain.Devices
 	if t := devs.TPM; t != nil && (t.Enabled == nil || *t.Enabled) {
-		return fmt.Errorf("%w: spec.domain.devices.tpm: nodevirt has no virtual TPM (set tpm.enabled: false or remove it)", ErrUnsupported)
+		if t.Persistent != nil && *t.Persistent {
+			return fmt.Errorf("%w: spec.domain.devices.tpm.persistent: TPM state kept across VMI restarts", ErrUnsupported)
+		}
+		// swtpm, started by the launcher, holds the TPM; QEMU's emulator
+		// backend talks to its control socket. tpm-tis is KubeVirt's model.
+		b.tpm = &launchspec.TPM{StateDir: b.in.Paths.TPMState(), Socket: b.in.Paths.TPMSocket()}
+		if fw := b.vmi.Spec.Domain.Firmware; fw == nil || fw.Bootloader == nil || fw.Bootloader.EFI == nil {
+			b.tpm.BIOSKernel = b.initrdKernel // the launcher refuses a PVH one
+		}
+		b.add("-chardev", "socket,id=chrtpm,path="+escape(b.tpm.Socket))
+		b.add("-tpmdev", "emulator,id=tpm0,chardev=chrtpm")
+		b.device(map[string]any{"driver": "tpm-tis", "tpmdev": "tpm0", "id": "tpm0-dev"})
 	}
 	if devs.Rng != nil {
 		// The path is fixed: the user chooses nothing about the backend.

@@ -38,6 +38,7 @@ func TestBuild_QEMUAccepts(t *testing.T) {
 				t.Fatal(err)
 			}
 			prepareFirmware(t, spec)
+			startTPM(t, spec.TPM)
 			args := runnable(t, spec.Args)
 			if spec.RTC != nil {
 				base, err := spec.RTC.Base(time.Now())
@@ -114,6 +115,33 @@ func prepareFirmware(t *testing.T, spec launchspec.Spec) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// startTPM runs swtpm for tpm as the launcher does (nil: nothing) and
+// kills it at the end of the test.
+func startTPM(t *testing.T, tpm *launchspec.TPM) {
+	t.Helper()
+	if tpm == nil {
+		return
+	}
+	bin, err := exec.LookPath("swtpm")
+	testenv.Require(t, err == nil, "swtpm", "guest-deps")
+	if err := os.MkdirAll(tpm.StateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "socket", "--tpm2", "--tpmstate", "dir="+tpm.StateDir,
+		"--ctrl", "type=unixio,path="+tpm.Socket, "--terminate")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // our own child, by pid
+		_ = cmd.Wait()
+	})
+	testenv.Eventually(t, 10*time.Second, "swtpm control socket", func() bool {
+		_, err := os.Stat(tpm.Socket)
+		return err == nil
+	})
 }
 
 func writeFile(t *testing.T, path string, size int64) {
