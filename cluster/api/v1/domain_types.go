@@ -230,8 +230,8 @@ type Devices struct {
 	// where the binding allows it.
 	// +optional
 	NetworkInterfaceMultiQueue *bool `json:"networkInterfaceMultiqueue,omitempty"`
-	// TPM is a virtual TPM. nodevirt has none: only tpm.enabled: false is
-	// accepted.
+	// TPM is a virtual TPM 2.0 (swtpm beside QEMU, state for the VMI's
+	// life).
 	// +optional
 	TPM *TPMDevice `json:"tpm,omitempty"`
 }
