@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -73,7 +74,8 @@ func testBadInput(t *testing.T, s *suite) {
 	}
 }
 
-// Scenario 8: SIGKILL of the node agent, ten times in a row: running VMs keep
+// Scenario 8: SIGKILL of the node agent (its host pid, kill -9), ten times
+// in a row: running VMs keep
 // running (same QEMU, guest uptime continues), no VMI changes phase, and
 // pause works within 5 s of each restart.
 func testAgentRestart(t *testing.T, s *suite) {
@@ -86,9 +88,11 @@ func testAgentRestart(t *testing.T, s *suite) {
 	s.waitSerial(t, pod, "NODEVIRT-GUEST-GW-", 60*time.Second) // DHCP is served by the agent
 	for i := 1; i <= 10; i++ {
 		old := s.agentPod(t, vmi.Status.NodeName)
-		// Deleting with grace period 0 is a SIGKILL of the agent process;
-		// the DaemonSet starts a new one at once (a container restart
-		// would back off for minutes after ten kills).
+		// A real SIGKILL of the agent's host process (no SIGTERM, no
+		// goodbye), then the dead pod is deleted so the DaemonSet starts a
+		// fresh one at once: the kubelet's restart of the container would
+		// back off for minutes after ten kills.
+		sigkillAgent(t, old)
 		s.kubectl(t, nil, "delete", "pod", "-n", "nodevirt", old.Name, "--grace-period=0", "--force", "--wait=false")
 		s.waitAgentReady(t, vmi.Status.NodeName, old.UID, 90*time.Second)
 		ready := time.Now()
@@ -122,6 +126,32 @@ func testAgentRestart(t *testing.T, s *suite) {
 	if n := strings.Count(readFile(s.serialLog(t, pod)), "NODEVIRT-GUEST-READY"); n != 1 {
 		t.Errorf("guest ready marker seen %d times, want 1 (the guest rebooted?)", n)
 	}
+}
+
+// sigkillAgent sends SIGKILL to the agent process of pod (its host pid)
+// and waits until it is gone, so nothing of it runs when it returns.
+func sigkillAgent(t *testing.T, pod corev1.Pod) int {
+	t.Helper()
+	pid, err := localcluster.PodProcess(string(pod.UID), "nodevirt-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("SIGKILL agent pid %d: %v", pid, err)
+	}
+	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("agent pid %d gone after SIGKILL", pid), func() error {
+		ps, err := localcluster.PodProcesses(string(pod.UID))
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			if p.PID == pid {
+				return fmt.Errorf("pid %d still there", pid)
+			}
+		}
+		return nil
+	})
+	return pid
 }
 
 // agentPod returns the running agent pod on node.
@@ -161,9 +191,12 @@ func podReady(p corev1.Pod) bool {
 	return false
 }
 
-// Scenario 13: with the agent stopped (SIGKILL, so it cannot say goodbye)
-// the node gets kubevirt.io/schedulable=false once its heartbeat is older
-// than the configured threshold (30 s on the local cluster), and its VMIs
+// Scenario 13: with the agent stopped silently (SIGSTOP, then the
+// kubelet's SIGKILL: it never says goodbye) the node gets
+// kubevirt.io/schedulable=false because the controller saw its heartbeat
+// grow older than the configured threshold (30 s on the local cluster:
+// the mark must come after it, with a heartbeat from before the stop), and
+// its VMIs
 // fail with reason NodeUnresponsive; with the agent back the node is
 // schedulable again.
 //
@@ -182,7 +215,19 @@ func testHeartbeat(t *testing.T, s *suite) {
 	// network setup first.
 	s.waitSerial(t, pod, "NODEVIRT-GUEST-GW-", 60*time.Second)
 	agent := s.agentPod(t, node)
-	// Keep the DaemonSet's pods off every node, then kill the agent.
+	pid, err := localcluster.PodProcess(string(agent.UID), "nodevirt-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent stops silently: SIGSTOP freezes it (no heartbeat, no
+	// goodbye, and the kubelet sees a running container). Then the
+	// DaemonSet's pods are kept off every node, so the frozen pod is
+	// deleted: the SIGTERM stays pending in the stopped process and the
+	// kubelet's SIGKILL after the grace period ends it without a word.
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP agent pid %d: %v", pid, err)
+	}
+	stopped := time.Now()
 	s.kubectl(t, nil, "patch", "daemonset", "-n", "nodevirt", "nodevirt-agent", "--type=merge",
 		"-p", `{"spec":{"template":{"spec":{"nodeSelector":{"nodevirt.io/e2e-no-agent":"true"}}}}}`)
 	restored := false
@@ -194,12 +239,29 @@ func testHeartbeat(t *testing.T, s *suite) {
 		}
 	}
 	defer restore()
-	s.kubectl(t, nil, "delete", "pod", "-n", "nodevirt", agent.Name, "--grace-period=0", "--force", "--wait=false")
-	stopped := time.Now()
-	s.waitNode(t, node, "unschedulable", 90*time.Second, func(n *corev1.Node) bool {
+	defer func() {
+		// If the test ends before the kubelet killed it, the agent runs on.
+		if ps, err := localcluster.PodProcesses(string(agent.UID)); err == nil {
+			for _, p := range ps {
+				if p.PID == pid {
+					_ = syscall.Kill(pid, syscall.SIGCONT)
+				}
+			}
+		}
+	}()
+	n := s.waitNode(t, node, "unschedulable", 3*time.Minute, func(n *corev1.Node) bool {
 		return n.Labels["kubevirt.io/schedulable"] == "false"
 	})
-	t.Logf("node %s unschedulable %v after the agent was killed", node, time.Since(stopped).Round(100*time.Millisecond))
+	after := time.Since(stopped)
+	t.Logf("node %s unschedulable %v after the agent stopped", node, after.Round(100*time.Millisecond))
+	// The controller noticed the stale heartbeat: the mark came after the
+	// threshold, and the last heartbeat predates the stop.
+	if after < heartbeatThreshold {
+		t.Errorf("node unschedulable %v after the stop, before the %v threshold: not the stale-heartbeat path", after, heartbeatThreshold)
+	}
+	if hb, err := time.Parse(time.RFC3339, n.Annotations["kubevirt.io/heartbeat"]); err != nil || hb.After(stopped) {
+		t.Errorf("heartbeat %q (%v) after the agent stopped at %v", n.Annotations["kubevirt.io/heartbeat"], err, stopped)
+	}
 	if v := s.waitVMI(t, name, time.Second, "present", func(*v1.VirtualMachineInstance) bool { return true }); v.Status.Phase.IsFinal() {
 		t.Errorf("VMI %s failed while its pod still ran: %s", name, statusLine(v))
 	}
@@ -207,7 +269,7 @@ func testHeartbeat(t *testing.T, s *suite) {
 	vmi = s.waitVMI(t, name, 90*time.Second, "Failed as NodeUnresponsive", func(v *v1.VirtualMachineInstance) bool {
 		return v.Status.Phase == v1.Failed && v.Status.Reason == "NodeUnresponsive"
 	})
-	t.Logf("VMI Failed (%s) %v after the agent was killed", vmi.Status.Reason, time.Since(stopped).Round(time.Second))
+	t.Logf("VMI Failed (%s) %v after the agent stopped", vmi.Status.Reason, time.Since(stopped).Round(time.Second))
 	restore()
 	s.waitNode(t, node, "schedulable", 90*time.Second, func(n *corev1.Node) bool {
 		return n.Labels["kubevirt.io/schedulable"] == "true"
@@ -215,8 +277,13 @@ func testHeartbeat(t *testing.T, s *suite) {
 	s.deleteVMI(t, name)
 }
 
-func (s *suite) waitNode(t *testing.T, name, what string, timeout time.Duration, cond func(*corev1.Node) bool) {
+// heartbeatThreshold is the controller's in deploy/local
+// (controller-config.yaml heartbeatThreshold).
+const heartbeatThreshold = 30 * time.Second
+
+func (s *suite) waitNode(t *testing.T, name, what string, timeout time.Duration, cond func(*corev1.Node) bool) *corev1.Node {
 	t.Helper()
+	var node *corev1.Node
 	testenv.Eventually(t, timeout, fmt.Sprintf("node %s %s", name, what), func() error {
 		n, err := s.kube.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
@@ -225,8 +292,10 @@ func (s *suite) waitNode(t *testing.T, name, what string, timeout time.Duration,
 		if !cond(n) {
 			return fmt.Errorf("node %s not %s: labels %v", name, what, n.Labels)
 		}
+		node = n
 		return nil
 	})
+	return node
 }
 
 // Scenario 4: masquerade. The guest's HTTP server on the declared port 80

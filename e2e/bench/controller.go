@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/e2e/localcluster"
 )
 
 // controllerLease is the controller's leader election Lease (deploy/controller).
@@ -94,7 +95,7 @@ func (e *env) controllerPid(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("controller leader pod: %w", err)
 	}
-	ps, err := podProcs(string(pod.UID))
+	ps, err := localcluster.PodProcesses(string(pod.UID))
 	if err != nil {
 		return 0, err
 	}

@@ -288,20 +288,6 @@ func (e *env) agentPod(ctx context.Context) (*corev1.Pod, error) {
 	return nil, fmt.Errorf("no running agent pod on %s", e.node.Name)
 }
 
-// podProcess returns the pid of the process named comm in pod uid.
-func podProcess(podUID, comm string) (int, error) {
-	ps, err := podProcs(podUID)
-	if err != nil {
-		return 0, err
-	}
-	for _, p := range ps {
-		if p.Comm == comm {
-			return p.PID, nil
-		}
-	}
-	return 0, fmt.Errorf("pod %s: no process %q", podUID, comm)
-}
-
 // podDir is the host path of an emptyDir volume of pod uid.
 func (e *env) emptyDir(podUID, volume string) string {
 	return filepath.Join(e.node.KubeletRoot, "pods", podUID, "volumes", "kubernetes.io~empty-dir", volume)

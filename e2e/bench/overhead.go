@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/e2e/localcluster"
 )
 
 const mib = 1 << 20
@@ -56,7 +57,7 @@ func (e *env) agentRSS(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	pid, err := podProcess(string(pod.UID), agentProcess)
+	pid, err := localcluster.PodProcess(string(pod.UID), agentProcess)
 	if err != nil {
 		return 0, err
 	}
@@ -87,7 +88,7 @@ func (e *env) measureVM(ctx context.Context, vmi *v1.VirtualMachineInstance) (vm
 	if g := vmi.Spec.Domain.Memory; g != nil && g.Guest != nil {
 		m.guest = g.Guest.Value()
 	}
-	ps, err := podProcs(string(pod.UID))
+	ps, err := localcluster.PodProcesses(string(pod.UID))
 	if err != nil {
 		return m, err
 	}

@@ -2,52 +2,14 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/nodevirt/nodevirt/node/metrics"
 )
-
-// proc is one host process.
-type proc struct {
-	PID  int
-	Comm string
-}
-
-// podProcs lists the host processes in the cgroup of the pod with the
-// given UID (the kubelet's cgroupfs layout: .../pod<uid>/<container>).
-func podProcs(podUID string) ([]proc, error) {
-	keys := []string{"/pod" + podUID + "/", "/pod" + strings.ReplaceAll(podUID, "-", "_")}
-	dirs, err := filepath.Glob("/proc/[0-9]*")
-	if err != nil {
-		return nil, err
-	}
-	var out []proc
-	for _, d := range dirs {
-		cg, err := os.ReadFile(filepath.Join(d, "cgroup"))
-		if err != nil {
-			continue // gone meanwhile
-		}
-		if !bytes.Contains(cg, []byte(keys[0])) && !bytes.Contains(cg, []byte(keys[1])) {
-			continue
-		}
-		pid, err := strconv.Atoi(filepath.Base(d))
-		if err != nil {
-			continue
-		}
-		comm, err := os.ReadFile(filepath.Join(d, "comm"))
-		if err != nil {
-			continue
-		}
-		out = append(out, proc{PID: pid, Comm: strings.TrimSpace(string(comm))})
-	}
-	return out, nil
-}
 
 // rss is the resident set size of pid in bytes.
 func rss(pid int) (int64, error) { return metrics.ProcessRSS("/proc", pid) }

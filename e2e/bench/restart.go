@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/e2e/localcluster"
 	"github.com/nodevirt/nodevirt/node/api"
 )
 
@@ -51,7 +52,7 @@ func runRestart(ctx context.Context, e *env, r *Report, n int) error {
 	if err != nil {
 		return err
 	}
-	old, err := podProcess(string(pod.UID), agentProcess)
+	old, err := localcluster.PodProcess(string(pod.UID), agentProcess)
 	if err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func runRestart(ctx context.Context, e *env, r *Report, n int) error {
 	e.log.Info("agent SIGKILLed", "pid", old, "vms", n)
 	var started, healthy, adopted time.Time
 	if err := poll(ctx, 5*time.Minute, 20*time.Millisecond, "a new agent process", func() (bool, error) {
-		pid, err := podProcess(string(pod.UID), agentProcess)
+		pid, err := localcluster.PodProcess(string(pod.UID), agentProcess)
 		started = time.Now()
 		return err == nil && pid != old, err
 	}); err != nil {
@@ -133,7 +134,7 @@ func (e *env) qemuPid(ctx context.Context, vmi *v1.VirtualMachineInstance) (int,
 	if err != nil {
 		return 0, err
 	}
-	ps, err := podProcs(string(pod.UID))
+	ps, err := localcluster.PodProcesses(string(pod.UID))
 	if err != nil {
 		return 0, err
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/e2e/localcluster"
 )
 
 // runVirtctl measures the cluster path of issue 15 on the running single
@@ -184,7 +185,7 @@ func (e *env) apiRSS(ctx context.Context) (int64, error) {
 		if p.Status.Phase != "Running" {
 			continue
 		}
-		pid, err := podProcess(string(p.UID), "nodevirt-api")
+		pid, err := localcluster.PodProcess(string(p.UID), "nodevirt-api")
 		if err != nil {
 			return 0, err
 		}

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/e2e/localcluster"
 	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
@@ -219,10 +220,11 @@ func (s *suite) checkSourceGone(t *testing.T, name, uid, node, pod string, qemuP
 	}
 	if podUID != "" {
 		testenv.Eventually(t, time.Minute, fmt.Sprintf("no process of source pod %s left", pod), func() error {
-			if left := podProcesses(podUID); len(left) > 0 {
-				return fmt.Errorf("processes %v", left)
+			left, err := localcluster.PodProcesses(podUID)
+			if err == nil && len(left) > 0 {
+				err = fmt.Errorf("processes %v", left)
 			}
-			return nil
+			return err
 		})
 		_, root := s.nodeDir(t, node)
 		dir := filepath.Join(root, "pods", podUID, "volumes", "kubernetes.io~empty-dir", "sockets")
@@ -252,18 +254,6 @@ func (s *suite) checkSourceGone(t *testing.T, name, uid, node, pod string, qemuP
 		}
 		return nil
 	})
-}
-
-// podProcesses lists the host pids in the cgroups of the pod with uid.
-func podProcesses(podUID string) []int {
-	var left []int
-	for _, pid := range pids() {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-		if err == nil && strings.Contains(string(b), "pod"+podUID) && !isZombie(pid) {
-			left = append(left, pid)
-		}
-	}
-	return left
 }
 
 func readFile(path string) string {

@@ -1,0 +1,66 @@
+package localcluster
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Process is one host process of a pod.
+type Process struct {
+	PID  int
+	Comm string
+}
+
+// PodProcesses lists the host processes in the cgroup of the pod with the
+// given UID (the kubelet's cgroupfs layout: .../pod<uid>/<container>, with
+// the systemd driver's underscores too). Zombies are left out.
+func PodProcesses(podUID string) ([]Process, error) {
+	keys := [][]byte{[]byte("/pod" + podUID + "/"), []byte("/pod" + strings.ReplaceAll(podUID, "-", "_"))}
+	dirs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		return nil, err
+	}
+	var out []Process
+	for _, d := range dirs {
+		cg, err := os.ReadFile(filepath.Join(d, "cgroup"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if !bytes.Contains(cg, keys[0]) && !bytes.Contains(cg, keys[1]) {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join(d, "stat"))
+		if err != nil {
+			continue
+		}
+		// comm is in parentheses and may contain spaces; the state follows.
+		open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+		if open < 0 || end < open || len(stat) < end+3 || stat[end+2] == 'Z' {
+			continue
+		}
+		out = append(out, Process{PID: pid, Comm: string(stat[open+1 : end])})
+	}
+	return out, nil
+}
+
+// PodProcess returns the pid of the process named comm in pod uid.
+func PodProcess(podUID, comm string) (int, error) {
+	ps, err := PodProcesses(podUID)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range ps {
+		if p.Comm == comm {
+			return p.PID, nil
+		}
+	}
+	return 0, fmt.Errorf("pod %s: no process %q", podUID, comm)
+}
