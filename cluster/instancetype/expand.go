@@ -68,6 +68,12 @@ func conflicts(it *itv1beta1.VirtualMachineInstancetypeSpec, spec *v1.VirtualMac
 		if cpu.Model != "" && it.CPU.Model != nil {
 			c = append(c, templatePath+".domain.cpu.model")
 		}
+		if cpu.DedicatedCPUPlacement && it.CPU.DedicatedCPUPlacement != nil {
+			c = append(c, templatePath+".domain.cpu.dedicatedCpuPlacement")
+		}
+		if cpu.IsolateEmulatorThread && it.CPU.IsolateEmulatorThread != nil {
+			c = append(c, templatePath+".domain.cpu.isolateEmulatorThread")
+		}
 	}
 	switch {
 	case d.Memory != nil:
@@ -97,6 +103,12 @@ func applyInstancetype(it *itv1beta1.VirtualMachineInstancetypeSpec, pref *itv1b
 	d.CPU.Sockets, d.CPU.Cores, d.CPU.Threads = topology(it.CPU.Guest, pref)
 	if it.CPU.Model != nil {
 		d.CPU.Model = *it.CPU.Model
+	}
+	if it.CPU.DedicatedCPUPlacement != nil {
+		d.CPU.DedicatedCPUPlacement = *it.CPU.DedicatedCPUPlacement
+	}
+	if it.CPU.IsolateEmulatorThread != nil {
+		d.CPU.IsolateEmulatorThread = *it.CPU.IsolateEmulatorThread
 	}
 	guest := it.Memory.Guest.DeepCopy()
 	d.Memory = &v1.Memory{Guest: &guest}

@@ -196,6 +196,20 @@ func TestExpand(t *testing.T) {
 			t.Spec.Domain.Devices.Disks[0].Disk.Bus = v1.DiskBusSCSI
 		},
 	}, {
+		name: "instancetype: dedicated CPUs and an isolated emulator thread",
+		it: &itv1beta1.VirtualMachineInstancetypeSpec{CPU: itv1beta1.CPUInstancetype{Guest: 2,
+			DedicatedCPUPlacement: ptr.To(true), IsolateEmulatorThread: ptr.To(true)}, Memory: itv1beta1.MemoryInstancetype{Guest: resource.MustParse("1Gi")}},
+		want: func(t *v1.VirtualMachineInstanceTemplateSpec) {
+			t.Spec.Domain.CPU = &v1.CPU{Sockets: 2, Cores: 1, Threads: 1, DedicatedCPUPlacement: true, IsolateEmulatorThread: true}
+			t.Spec.Domain.Memory = &v1.Memory{Guest: qty("1Gi")}
+		},
+	}, {
+		name: "conflict: dedicated CPUs set by both",
+		it: &itv1beta1.VirtualMachineInstancetypeSpec{CPU: itv1beta1.CPUInstancetype{Guest: 2, DedicatedCPUPlacement: ptr.To(true)},
+			Memory: itv1beta1.MemoryInstancetype{Guest: resource.MustParse("1Gi")}},
+		vm:  func(s *v1.VirtualMachineSpec) { s.Template.Spec.Domain.CPU = &v1.CPU{DedicatedCPUPlacement: true} },
+		err: "VM field(s) spec.template.spec.domain.cpu.dedicatedCpuPlacement conflicts with selected instance type",
+	}, {
 		name: "conflict: memory (KubeVirt's example VMs set memory.guest)",
 		it:   clarge(),
 		vm:   func(s *v1.VirtualMachineSpec) { s.Template.Spec.Domain.Memory = &v1.Memory{Guest: qty("128Mi")} },

@@ -7,7 +7,7 @@
 // and expands them into the VMI the VM creates.
 //
 // The schema keeps KubeVirt's spellings. Instancetype fields nodevirt cannot
-// honour (dedicated CPUs, NUMA, hugepages, GPUs, host devices, I/O threads,
+// honour (NUMA, hugepages, GPUs, host devices, I/O threads,
 // launch security, memory hotplug) are left out, so `kubectl apply` fails
 // naming them. Preferences are soft by definition: a TPM preference (no
 // vTPM in nodevirt) is accepted and not applied, and the VM controller says

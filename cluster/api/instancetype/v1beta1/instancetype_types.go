@@ -82,6 +82,15 @@ type CPUInstancetype struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._-]*$`
 	Model *string `json:"model,omitempty"`
+	// DedicatedCPUPlacement is the VMI's spec.domain.cpu.dedicatedCpuPlacement:
+	// a host CPU of its own for every vCPU (Guaranteed pod, nodes labelled
+	// cpumanager=true).
+	// +optional
+	DedicatedCPUPlacement *bool `json:"dedicatedCPUPlacement,omitempty"`
+	// IsolateEmulatorThread is the VMI's spec.domain.cpu.isolateEmulatorThread
+	// (one more dedicated CPU, for QEMU's own threads).
+	// +optional
+	IsolateEmulatorThread *bool `json:"isolateEmulatorThread,omitempty"`
 }
 
 // MemoryInstancetype is the instancetype's memory.
