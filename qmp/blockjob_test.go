@@ -80,17 +80,7 @@ func TestQEMU_StorageMigration(t *testing.T) {
 
 	must(t, dc.BlockExportDel(ctx, "mig-disk0"))
 	must(t, dc.NBDServerStop(ctx))
-	for {
-		st, err := dc.QueryStatus(ctx)
-		must(t, err)
-		if st.Status == qmp.RunStatePaused {
-			break
-		}
-		if st.Status != qmp.RunStateInMigrate {
-			t.Fatalf("target status %s, want paused", st.Status)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitRunState(ctx, t, dc, qmp.RunStatePaused, qmp.RunStateInMigrate)
 	must(t, dc.Cont(ctx))
 	if st, err := dst.DialAgent(t).Run(ctx, "/bin/sh", "-c", "dd if=/dev/vda of=/dev/null bs=512 skip=2048 count=1"); err != nil || st.ExitCode == nil || *st.ExitCode != 0 {
 		t.Errorf("the guest on the target: %+v, %v", st, err)
@@ -140,6 +130,27 @@ func waitMigration(ctx context.Context, t *testing.T, c *qmp.Conn, status string
 		select {
 		case <-ctx.Done():
 			t.Fatalf("migration %s, want %s", mi.Status, status)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// waitRunState polls c until QEMU's run state is want, failing on any
+// state other than want and passing.
+func waitRunState(ctx context.Context, t *testing.T, c *qmp.Conn, want, passing string) {
+	t.Helper()
+	for {
+		st, err := c.QueryStatus(ctx)
+		must(t, err)
+		if st.Status == want {
+			return
+		}
+		if st.Status != passing {
+			t.Fatalf("run state %s, want %s, then %s", st.Status, passing, want)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("run state stuck in %s, want %s", st.Status, want)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

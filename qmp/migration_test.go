@@ -127,42 +127,10 @@ func TestQEMU_LiveMigration(t *testing.T) {
 		t.Error("no STOP event on the source")
 	}
 	t.Logf("source MIGRATION events: %v", statuses)
-	for {
-		st, err := sc.QueryStatus(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Status == qmp.RunStatePostMigrate {
-			break
-		}
-		if st.Status != qmp.RunStateFinishMigrate {
-			t.Fatalf("source status = %+v; want finish-migrate, then postmigrate", st)
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("source stuck in %s", st.Status)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	waitRunState(ctx, t, sc, qmp.RunStatePostMigrate, qmp.RunStateFinishMigrate)
 	// The target arrives paused (QEMU keeps the source's run state); the
 	// agent resumes it the same way.
-	for {
-		st, err := dc.QueryStatus(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Status == qmp.RunStatePaused {
-			break
-		}
-		if st.Status != qmp.RunStateInMigrate {
-			t.Fatalf("target status = %+v; want inmigrate, then paused", st)
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("target stuck in %s", st.Status)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	waitRunState(ctx, t, dc, qmp.RunStatePaused, qmp.RunStateInMigrate)
 	if err := dc.Cont(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -202,6 +202,12 @@ func testSecureBootVM(t *testing.T, s *suite) {
 	t.Logf("the secure-boot firmware did not start the Debian-signed kernel (not in Microsoft's db); QEMU %d runs on", pid)
 }
 
+// guestSpec is a VMI spec that boots the test guest, in YAML flow style
+// so it fits a manifest at any indentation.
+const guestSpec = `{terminationGracePeriodSeconds: 5, domain: {memory: {guest: 128Mi}, ` +
+	`firmware: {kernelBoot: {kernelArgs: "console=ttyS0 quiet panic=-1", container: {image: nodevirt.local/guest-kernel:dev, ` +
+	`kernelPath: /boot/vmlinux, initrdPath: /boot/initrd.img}}}, devices: {autoattachGraphicsDevice: false}}}`
+
 // testReplicaSetScale: a VirtualMachineInstanceReplicaSet with 0 replicas
 // is scaled to 3 and then to 1 with kubectl scale (the scale subresource);
 // status.readyReplicas follows, and the VMIs are the set's.
@@ -217,17 +223,8 @@ spec:
   template:
     metadata:
       labels: {e2e-rs: %[1]s}
-    spec:
-      terminationGracePeriodSeconds: 5
-      domain:
-        memory: {guest: 128Mi}
-        firmware:
-          kernelBoot:
-            kernelArgs: console=ttyS0 quiet panic=-1
-            container: {image: nodevirt.local/guest-kernel:dev, kernelPath: /boot/vmlinux, initrdPath: /boot/initrd.img}
-        devices:
-          autoattachGraphicsDevice: false
-`, name)))
+    spec: %[2]s
+`, name, guestSpec)))
 	t.Cleanup(func() {
 		s.kubectl(t, nil, "delete", "-n", namespace, "vmirs", name, "--ignore-not-found", "--wait=true", "--timeout=120s")
 		s.waitSetVMIs(t, name, 0, 2*time.Minute)
@@ -294,17 +291,8 @@ spec:
       template:
         metadata:
           labels: {e2e-pool: %[1]s}
-        spec:
-          terminationGracePeriodSeconds: 5
-          domain:
-            memory: {guest: 128Mi}
-            firmware:
-              kernelBoot:
-                kernelArgs: console=ttyS0 quiet panic=-1
-                container: {image: nodevirt.local/guest-kernel:dev, kernelPath: /boot/vmlinux, initrdPath: /boot/initrd.img}
-            devices:
-              autoattachGraphicsDevice: false
-`, name)))
+        spec: %[2]s
+`, name, guestSpec)))
 	t.Cleanup(func() {
 		s.kubectl(t, nil, "delete", "-n", namespace, "vmpool", name, "--ignore-not-found", "--wait=true", "--timeout=120s")
 		for _, vm := range []string{name + "-0", name + "-1"} {
