@@ -44,6 +44,9 @@ func domainState(o *Observation) (status.Domain, string) {
 }
 
 func exitReason(e *launcher.Exit) string {
+	if e.Error != "" {
+		return "the launch failed: " + e.Error
+	}
 	if e.Reason != "" && e.Signal == "" && e.Code != 0 {
 		return fmt.Sprintf("QEMU exited with code %d after %s", e.Code, e.Reason)
 	}

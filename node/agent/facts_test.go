@@ -109,3 +109,19 @@ func TestPodInterfaces(t *testing.T) {
 		})
 	}
 }
+
+func TestExitReason(t *testing.T) {
+	for _, tc := range []struct {
+		e    launcher.Exit
+		want string
+	}{
+		{launcher.Exit{Code: -1, Reason: "launch-failed", Error: "spec.domain.devices.tpm: x"}, "the launch failed: spec.domain.devices.tpm: x"},
+		{launcher.Exit{Code: 1, Reason: "host-error"}, "QEMU exited with code 1 after host-error"},
+		{launcher.Exit{Code: -1, Signal: "killed"}, "QEMU was terminated by a signal (killed)"},
+		{launcher.Exit{Code: 2}, "QEMU exited with code 2"},
+	} {
+		if got := exitReason(&tc.e); got != tc.want {
+			t.Errorf("exitReason(%+v) = %q, want %q", tc.e, got, tc.want)
+		}
+	}
+}

@@ -85,7 +85,7 @@ func (s *Server) launch(spec launchspec.Spec) {
 // fail records a launch that never got QEMU running.
 func (s *Server) fail(err error) {
 	s.log.Error("launch failed", "err", err)
-	e := &Exit{Code: -1, Reason: "launch-failed", At: time.Now()}
+	e := &Exit{Code: -1, Reason: "launch-failed", Error: err.Error(), At: time.Now()}
 	s.writeExit(e)
 	s.mu.Lock()
 	defer s.mu.Unlock()

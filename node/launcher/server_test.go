@@ -82,8 +82,8 @@ func TestServer_LaunchFailureIsRecorded(t *testing.T) {
 		t.Fatalf("Launch: %v", err)
 	}
 	e := <-done
-	if e == nil || e.Success() || e.Reason != "launch-failed" {
-		t.Errorf("exit = %+v, want a failed launch", e)
+	if e == nil || e.Success() || e.Reason != "launch-failed" || e.Error == "" {
+		t.Errorf("exit = %+v, want a failed launch with its error", e)
 	}
 	if _, err := os.Stat(filepath.Join(dir, launchspec.ExitFile)); err != nil {
 		t.Errorf("exit file: %v", err)

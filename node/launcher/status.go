@@ -36,9 +36,13 @@ type Exit struct {
 	// MigratedAway is true when an outgoing live migration completed (the
 	// guest runs on another node) and QEMU then exited with status 0.
 	MigratedAway bool `json:"migratedAway,omitempty"`
-	// Reason is QEMU's last SHUTDOWN reason, if one was seen.
-	Reason string    `json:"reason,omitempty"`
-	At     time.Time `json:"at"`
+	// Reason is QEMU's last SHUTDOWN reason, if one was seen, or
+	// "launch-failed" when QEMU never ran.
+	Reason string `json:"reason,omitempty"`
+	// Error says why the launch failed (Reason launch-failed): the user
+	// sees it in the VMI's condition and events.
+	Error string    `json:"error,omitempty"`
+	At    time.Time `json:"at"`
 }
 
 // Success reports whether the launcher exits 0 for this outcome: the
