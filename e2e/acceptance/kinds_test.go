@@ -202,6 +202,33 @@ func testSecureBootVM(t *testing.T, s *suite) {
 	t.Logf("the secure-boot firmware did not start the Debian-signed kernel (not in Microsoft's db); QEMU %d runs on", pid)
 }
 
+// testTPMKernelRefused: a vTPM with a PVH vmlinux kernel boot under BIOS
+// (which QEMU 7.2 would boot without ACPI) fails to launch, and the VMI's
+// events say why, naming the fields.
+func testTPMKernelRefused(t *testing.T, s *suite) {
+	const name = "tpm-pvh"
+	s.apply(t, s.vmiManifest(t, name, "    devices:\n", "    devices:\n      tpm: {}\n"))
+	t.Cleanup(func() { s.deleteVMI(t, name) })
+	vmi := s.waitVMI(t, name, 2*time.Minute, "Failed", phaseIs(v1.Failed))
+	testenv.Eventually(t, 30*time.Second, "an event naming spec.domain.devices.tpm", func() error {
+		evs, err := s.kube.CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{
+			FieldSelector: "involvedObject.uid=" + string(vmi.UID),
+		})
+		if err != nil {
+			return err
+		}
+		var msgs []string
+		for _, e := range evs.Items {
+			if strings.Contains(e.Message, "the launch failed: spec.domain.devices.tpm with spec.domain.firmware.kernelBoot") {
+				t.Logf("event %s: %s", e.Reason, e.Message)
+				return nil
+			}
+			msgs = append(msgs, e.Reason+": "+e.Message)
+		}
+		return fmt.Errorf("events: %q", msgs)
+	})
+}
+
 // guestSpec is a VMI spec that boots the test guest, in YAML flow style
 // so it fits a manifest at any indentation.
 const guestSpec = `{terminationGracePeriodSeconds: 5, domain: {memory: {guest: 128Mi}, ` +

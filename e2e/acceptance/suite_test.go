@@ -63,6 +63,7 @@ var extras = []extra{
 	{19, "Instancetype", testInstancetypeVM},
 	{19, "EFI", testEFIVM},
 	{19, "SecureBoot", testSecureBootVM},
+	{19, "TPMKernelRefused", testTPMKernelRefused},
 	{19, "ReplicaSetScale", testReplicaSetScale},
 	{19, "Pool", testPool},
 	{23, "PodShape", testPodShape},
