@@ -33,6 +33,16 @@ func (in *CPUInstancetype) DeepCopyInto(out *CPUInstancetype) {
 		*out = new(string)
 		**out = **in
 	}
+	if in.DedicatedCPUPlacement != nil {
+		in, out := &in.DedicatedCPUPlacement, &out.DedicatedCPUPlacement
+		*out = new(bool)
+		**out = **in
+	}
+	if in.IsolateEmulatorThread != nil {
+		in, out := &in.IsolateEmulatorThread, &out.IsolateEmulatorThread
+		*out = new(bool)
+		**out = **in
+	}
 	return
 }
 
