@@ -337,8 +337,8 @@ func TestExamples(t *testing.T) {
 			"apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: vm-infer\nspec:\n  instancetype:\n    inferFromVolume: root\n  template:\n    spec:\n      domain:\n        devices: {}\n",
 			"spec.instancetype.inferFromVolume is not supported by nodevirt: inferring needs CDI",
 		}, {
-			"apiVersion: instancetype.kubevirt.io/v1beta1\nkind: VirtualMachineInstancetype\nmetadata:\n  name: dedicated\nspec:\n  cpu:\n    guest: 2\n    dedicatedCPUPlacement: true\n  memory:\n    guest: 1Gi\n",
-			"dedicatedCPUPlacement",
+			"apiVersion: instancetype.kubevirt.io/v1beta1\nkind: VirtualMachineInstancetype\nmetadata:\n  name: hugepages\nspec:\n  cpu:\n    guest: 2\n  memory:\n    guest: 1Gi\n    hugepages:\n      pageSize: 2Mi\n",
+			"hugepages",
 		}, {
 			"apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: vm-nomem\nspec:\n  template:\n    spec:\n      domain:\n        devices: {}\n",
 			"guest memory is not set",
