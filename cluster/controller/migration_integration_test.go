@@ -32,6 +32,7 @@ func TestMigrationIntegration(t *testing.T) {
 	if _, err := c.kube.CoreV1().ConfigMaps("nodevirt").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	happyPathPolicies(t, c, "mig-happy")
 	c.startReplica(t, "m")
 	c.waitLeader(t, "m")
 
@@ -45,10 +46,14 @@ func TestMigrationIntegration(t *testing.T) {
 	t.Run("Drain", func(t *testing.T) { testDrain(t, c) })
 }
 
-func testMigrationHappyPath(t *testing.T, c *cluster) {
-	ns := c.namespace(t, "mig-happy")
-	// A MigrationPolicy for this namespace's VMIs labelled app=vm beats a
-	// broader one.
+// happyPathPolicies are created before the controller starts, so its
+// informers hold them when the migration is planned (a policy created just
+// before a migration may not be in a loaded controller's cache yet, and
+// the migration then runs with the cluster's configuration, as KubeVirt's
+// would). A MigrationPolicy for mig-happy's VMIs labelled app=vm beats a
+// broader one.
+func happyPathPolicies(t *testing.T, c *cluster, ns string) {
+	t.Helper()
 	for name, sel := range map[string]*migrationsv1alpha1.Selectors{
 		"broad":  {VirtualMachineInstanceSelector: map[string]string{"app": "vm"}},
 		"narrow": {VirtualMachineInstanceSelector: map[string]string{"app": "vm"}, NamespaceSelector: map[string]string{"kubernetes.io/metadata.name": ns}},
@@ -61,6 +66,10 @@ func testMigrationHappyPath(t *testing.T, c *cluster) {
 			t.Fatalf("create migration policy: %v", err)
 		}
 	}
+}
+
+func testMigrationHappyPath(t *testing.T, c *cluster) {
+	ns := c.namespace(t, "mig-happy")
 	t.Cleanup(func() {
 		_ = c.kv.MigrationsV1alpha1().MigrationPolicies().DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{})
 	})
@@ -91,7 +100,9 @@ func testMigrationHappyPath(t *testing.T, c *cluster) {
 	}
 	if mc := ms.MigrationConfiguration; mc == nil || ptr.Deref(mc.CompletionTimeoutPerGiB, 0) != 42 || !ptr.Deref(mc.AllowPostCopy, false) ||
 		ptr.Deref(mc.ParallelMigrationsPerCluster, 0) != 1 || ptr.Deref(mc.ProgressTimeout, 0) != v1.DefaultProgressTimeout {
-		t.Errorf("migrationConfiguration = %+v", mc)
+		t.Errorf("migrationConfiguration: completionTimeoutPerGiB %d, allowPostCopy %t, parallelMigrationsPerCluster %d, progressTimeout %d; want 42, true, 1, %d",
+			ptr.Deref(mc.CompletionTimeoutPerGiB, 0), ptr.Deref(mc.AllowPostCopy, false), ptr.Deref(mc.ParallelMigrationsPerCluster, 0),
+			ptr.Deref(mc.ProgressTimeout, 0), v1.DefaultProgressTimeout)
 	}
 	if len(got.Status.ActivePods) != 2 {
 		t.Errorf("activePods while migrating = %v, want source and target", got.Status.ActivePods)
