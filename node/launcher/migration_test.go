@@ -71,7 +71,17 @@ func TestLauncher_MigratedAway(t *testing.T) {
 		}
 		return err
 	})
-	if err := dmon.Cont(ctx); err != nil { // it arrived paused
+	// The target arrives paused (QEMU keeps the source's run state). A
+	// cont while it is still inmigrate is lost (QEMU then sets the
+	// source's state), so wait for paused first, as the agent does.
+	testenv.Eventually(t, 30*time.Second, "the target paused", func() error {
+		st, err := dmon.QueryStatus(ctx)
+		if err == nil && st.Status != qmp.RunStatePaused {
+			err = fmt.Errorf("status %s", st.Status)
+		}
+		return err
+	})
+	if err := dmon.Cont(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// The pod is deleted (SIGTERM): nothing to power off, QEMU is quit
