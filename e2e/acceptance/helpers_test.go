@@ -316,7 +316,17 @@ func waitQEMU(t *testing.T, name string, timeout time.Duration) int {
 // waitEvent waits for an event of type typ and reason on object uid.
 func (s *suite) waitEvent(t *testing.T, uid, typ, reason string, timeout time.Duration) {
 	t.Helper()
-	testenv.Eventually(t, timeout, fmt.Sprintf("a %s event %q on %s", typ, reason, uid), func() error {
+	s.waitEventWhere(t, uid, fmt.Sprintf("a %s event %q", typ, reason), timeout, func(e corev1.Event) bool {
+		return e.Type == typ && e.Reason == reason
+	})
+}
+
+// waitEventWhere waits for an event on object uid that match accepts and
+// returns it.
+func (s *suite) waitEventWhere(t *testing.T, uid, what string, timeout time.Duration, match func(corev1.Event) bool) corev1.Event {
+	t.Helper()
+	var found corev1.Event
+	testenv.Eventually(t, timeout, fmt.Sprintf("%s on %s", what, uid), func() error {
 		evs, err := s.kube.CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{
 			FieldSelector: "involvedObject.uid=" + uid,
 		})
@@ -325,13 +335,15 @@ func (s *suite) waitEvent(t *testing.T, uid, typ, reason string, timeout time.Du
 		}
 		var got []string
 		for _, e := range evs.Items {
-			if e.Type == typ && e.Reason == reason {
+			if match(e) {
+				found = e
 				return nil
 			}
-			got = append(got, e.Type+"/"+e.Reason)
+			got = append(got, e.Type+"/"+e.Reason+": "+e.Message)
 		}
-		return fmt.Errorf("no %s event %q yet (events: %v)", typ, reason, got)
+		return fmt.Errorf("none yet (events: %q)", got)
 	})
+	return found
 }
 
 // deleteVM deletes VM name and waits until its VMI is gone.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -210,23 +211,10 @@ func testTPMKernelRefused(t *testing.T, s *suite) {
 	s.apply(t, s.vmiManifest(t, name, "    devices:\n", "    devices:\n      tpm: {}\n"))
 	t.Cleanup(func() { s.deleteVMI(t, name) })
 	vmi := s.waitVMI(t, name, 2*time.Minute, "Failed", phaseIs(v1.Failed))
-	testenv.Eventually(t, 30*time.Second, "an event naming spec.domain.devices.tpm", func() error {
-		evs, err := s.kube.CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{
-			FieldSelector: "involvedObject.uid=" + string(vmi.UID),
-		})
-		if err != nil {
-			return err
-		}
-		var msgs []string
-		for _, e := range evs.Items {
-			if strings.Contains(e.Message, "the launch failed: spec.domain.devices.tpm with spec.domain.firmware.kernelBoot") {
-				t.Logf("event %s: %s", e.Reason, e.Message)
-				return nil
-			}
-			msgs = append(msgs, e.Reason+": "+e.Message)
-		}
-		return fmt.Errorf("events: %q", msgs)
+	e := s.waitEventWhere(t, string(vmi.UID), "an event naming spec.domain.devices.tpm", 30*time.Second, func(e corev1.Event) bool {
+		return strings.Contains(e.Message, "the launch failed: spec.domain.devices.tpm with spec.domain.firmware.kernelBoot")
 	})
+	t.Logf("event %s: %s", e.Reason, e.Message)
 }
 
 // guestSpec is a VMI spec that boots the test guest, in YAML flow style

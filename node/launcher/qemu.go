@@ -60,10 +60,7 @@ func (s *Server) launch(spec launchspec.Spec) {
 	}
 	p, err := s.startQEMU(ctx, spec)
 	if err != nil {
-		if tpm != nil {
-			_ = tpm.cmd.Process.Kill()
-			tpm.stop()
-		}
+		tpm.kill()
 		s.fail(err)
 		return
 	}

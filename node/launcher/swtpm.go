@@ -63,10 +63,10 @@ func (s *Server) startTPM(ctx context.Context, t *launchspec.TPM) (*swtpmProc, e
 		case <-p.waited:
 			return nil, fmt.Errorf("swtpm exited before its control socket appeared: %s", cmd.ProcessState)
 		case <-ctx.Done():
-			p.stop()
+			p.kill()
 			return nil, ctx.Err()
 		case <-deadline:
-			p.stop()
+			p.kill()
 			return nil, fmt.Errorf("swtpm: no control socket %s after 10s", t.Socket)
 		case <-tick.C:
 		}
@@ -83,6 +83,14 @@ func (p *swtpmProc) stop() {
 	case <-p.waited:
 		return
 	case <-time.After(2 * time.Second):
+	}
+	p.kill()
+}
+
+// kill ends swtpm at once (no QEMU uses it) and reaps it.
+func (p *swtpmProc) kill() {
+	if p == nil {
+		return
 	}
 	_ = p.cmd.Process.Kill() // our own child, by pid
 	<-p.waited
