@@ -117,7 +117,7 @@ func (o *Observation) incomingTarget() bool {
 // target QEMU and releases everything, never touching the VMI's phase.
 func planTarget(o *Observation) Plan {
 	ms := o.incoming()
-	active := ms != nil && !ms.Failed && !ms.AbortRequested && o.VMI.DeletionTimestamp == nil &&
+	active := ms != nil && !ms.Failed && !abortBeforeStart(ms) && o.VMI.DeletionTimestamp == nil &&
 		o.VMI.Status.Phase == v1.Running
 	var uid string
 	if ms != nil {
@@ -171,6 +171,15 @@ func planTarget(o *Observation) Plan {
 	default: // LauncherExited: the incoming migration failed, QEMU exited
 		return planOrphan(o)
 	}
+}
+
+// abortBeforeStart reports an abort request for a migration the source has
+// not started: nothing will arrive, the target goes. Once the transfer
+// started the target keeps serving until the source reports the outcome:
+// quitting first would break the stream under the source's cancel and turn
+// an abort into a failed transfer.
+func abortBeforeStart(ms *v1.VirtualMachineInstanceMigrationState) bool {
+	return ms.AbortRequested && ms.StartTimestamp == nil
 }
 
 // targetReadyReported reports whether the target's address and ready time

@@ -105,6 +105,21 @@ func TestPlan_MigrationTarget(t *testing.T) {
 		}),
 		want: Plan{Actions: []ActionKind{ActQuit}, Requeue: pollStopping},
 	}, {
+		name: "AbortOfAStartedTransferWaitsForTheSource",
+		o: obs(v1.Running, incomingTo, withQEMU, targetRec(migReady), runState("inmigrate"), reported, func(o *Observation) {
+			o.VMI.Status.MigrationState.AbortRequested = true
+			o.VMI.Status.MigrationState.StartTimestamp = &metav1.Time{Time: now}
+		}),
+		want: Plan{Requeue: pollStopping},
+	}, {
+		name: "AbortedTransferQuitsTargetQEMU",
+		o: obs(v1.Running, incomingTo, withQEMU, targetRec(migReady), runState("inmigrate"), reported, func(o *Observation) {
+			o.VMI.Status.MigrationState.AbortRequested = true
+			o.VMI.Status.MigrationState.StartTimestamp = &metav1.Time{Time: now}
+			o.VMI.Status.MigrationState.Failed = true
+		}),
+		want: Plan{Actions: []ActionKind{ActQuit}, Requeue: pollStopping},
+	}, {
 		name: "IncomingFailedQEMUExited",
 		o:    obs(v1.Running, incomingTo, targetRec(migReady), exited(false)),
 		want: Plan{Actions: []ActionKind{ActRelease, ActMarkGone}},
