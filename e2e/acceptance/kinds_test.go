@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/e2e/localcluster"
 	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
@@ -217,11 +218,8 @@ func testTPMKernelRefused(t *testing.T, s *suite) {
 	t.Logf("event %s: %s", e.Reason, e.Message)
 }
 
-// guestSpec is a VMI spec that boots the test guest, in YAML flow style
-// so it fits a manifest at any indentation.
-const guestSpec = `{terminationGracePeriodSeconds: 5, domain: {memory: {guest: 128Mi}, ` +
-	`firmware: {kernelBoot: {kernelArgs: "console=ttyS0 quiet panic=-1", container: {image: nodevirt.local/guest-kernel:dev, ` +
-	`kernelPath: /boot/vmlinux, initrdPath: /boot/initrd.img}}}, devices: {autoattachGraphicsDevice: false}}}`
+// guestSpec is the test guest's VMI spec.
+const guestSpec = localcluster.GuestSpec
 
 // testReplicaSetScale: a VirtualMachineInstanceReplicaSet with 0 replicas
 // is scaled to 3 and then to 1 with kubectl scale (the scale subresource);

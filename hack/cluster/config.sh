@@ -94,7 +94,9 @@ EOT
 }
 
 # kubelet_config I: cgroup v1 + cgroupfs, a cgroup root per node, no image
-# GC (images are imported, never pulled), no cluster DNS (there is none).
+# GC (images are imported, never pulled), no cluster DNS (there is none),
+# container restarts backed off 2 s at most (the chaos harness SIGKILLs the
+# agent hundreds of times; the default backoff grows to 5 min).
 kubelet_config() {
 	local i=$1 nd
 	nd=$(node_dir "$i")
@@ -126,6 +128,8 @@ registerNode: true
 serializeImagePulls: false
 featureGates:
   ImageVolume: $IMAGE_VOLUMES
+  KubeletCrashLoopBackOffMax: true
+crashLoopBackOff: {maxContainerRestartPeriod: 2s}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard:

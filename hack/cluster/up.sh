@@ -262,4 +262,7 @@ main() {
 	report
 }
 
-main "$@"
+# Sourced by restart.sh for its start_* functions; run, it brings the cluster up.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	main "$@"
+fi

@@ -1,0 +1,188 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Outcome is what one injected fault did.
+type Outcome struct {
+	Fault
+	// At is when the fault was injected, from the start of the run.
+	At time.Duration `json:"at"`
+	// Target names what was hit: a host pid, a pod, a daemon.
+	Target string `json:"target"`
+	// Recovery is from the fault until what it hit served again (the
+	// agent ready, the VM's new VMI Running, a new leader, ...).
+	Recovery time.Duration `json:"recovery"`
+	// Detail breaks the recovery down where it has steps (the victim's
+	// VMI final, then its successor Running).
+	Detail string `json:"detail,omitempty"`
+	// Violations are the invariants found broken after it.
+	Violations []string `json:"violations,omitempty"`
+}
+
+// Step is one finished workload step (create, pause, unpause, stop,
+// start, delete) and how long it took to take effect.
+type Step struct {
+	// At is when the step began, from the start of the run.
+	At   time.Duration `json:"at"`
+	Kind string        `json:"kind"`
+	VM   string        `json:"vm"`
+	Took time.Duration `json:"took"`
+	Err  string        `json:"err,omitempty"`
+}
+
+// Report is a chaos run's record, written as docs/chaos.md and
+// docs/chaos.json by make chaos.
+type Report struct {
+	Seed     int64         `json:"seed"`
+	Commit   string        `json:"commit"`
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration"`
+	Nodes    int           `json:"nodes"`
+	// Residents is how many VMs ran through the whole run untouched by
+	// any fault aimed at a VM.
+	Residents int       `json:"residents"`
+	Outcomes  []Outcome `json:"outcomes"`
+	Steps     []Step    `json:"steps"`
+	// Violations are every broken invariant: the faults', the
+	// workload's and the final checks'.
+	Violations []string `json:"violations,omitempty"`
+}
+
+// KindStats summarize the outcomes of one fault kind.
+type KindStats struct {
+	Kind        Kind
+	Count       int
+	RecoveryP50 time.Duration
+	RecoveryMax time.Duration
+	Violations  int
+}
+
+// ByKind summarizes the outcomes per fault kind, in Kinds order, leaving
+// out kinds that were not injected.
+func (r *Report) ByKind() []KindStats {
+	var out []KindStats
+	for _, k := range Kinds {
+		var rec []time.Duration
+		s := KindStats{Kind: k}
+		for _, o := range r.Outcomes {
+			if o.Kind == k {
+				s.Count++
+				rec = append(rec, o.Recovery)
+				s.Violations += len(o.Violations)
+			}
+		}
+		if s.Count == 0 {
+			continue
+		}
+		s.RecoveryP50, s.RecoveryMax = median(rec), slices.Max(rec)
+		out = append(out, s)
+	}
+	return out
+}
+
+// StepStats summarize the workload's steps of one kind.
+type StepStats struct {
+	Kind     string
+	Count    int
+	Failed   int
+	TookP50  time.Duration
+	TookMax  time.Duration
+	Examples []string // the first failures
+}
+
+// StepsByKind summarizes the workload's steps per kind, sorted by kind.
+func (r *Report) StepsByKind() []StepStats {
+	m := map[string]*StepStats{}
+	took := map[string][]time.Duration{}
+	for _, s := range r.Steps {
+		st := m[s.Kind]
+		if st == nil {
+			st = &StepStats{Kind: s.Kind}
+			m[s.Kind] = st
+		}
+		st.Count++
+		if s.Err != "" {
+			st.Failed++
+			if len(st.Examples) < 3 {
+				st.Examples = append(st.Examples, s.VM+": "+s.Err)
+			}
+			continue
+		}
+		took[s.Kind] = append(took[s.Kind], s.Took)
+	}
+	var out []StepStats
+	for _, st := range m {
+		if d := took[st.Kind]; len(d) > 0 {
+			st.TookP50, st.TookMax = median(d), slices.Max(d)
+		}
+		out = append(out, *st)
+	}
+	slices.SortFunc(out, func(a, b StepStats) int { return strings.Compare(a.Kind, b.Kind) })
+	return out
+}
+
+// JSON is the report as indented JSON.
+func (r *Report) JSON() ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// Markdown is the report for people: the run, the faults per kind, the
+// workload's steps and every violation.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Chaos run\n\n")
+	fmt.Fprintf(&b, "`make chaos` (e2e/chaos): seed %d, commit %s, started %s, %v, %d node(s), %d resident VM(s).\n\n",
+		r.Seed, r.Commit, r.Started.UTC().Format(time.RFC3339), r.Duration.Round(time.Second), r.Nodes, r.Residents)
+	if len(r.Violations) == 0 {
+		b.WriteString("**No invariant was broken.**\n\n")
+	} else {
+		fmt.Fprintf(&b, "**%d invariant violation(s)**, listed at the end.\n\n", len(r.Violations))
+	}
+	b.WriteString("## Faults\n\n| fault | injected | recovery p50 | recovery max | violations |\n|---|---|---|---|---|\n")
+	for _, s := range r.ByKind() {
+		fmt.Fprintf(&b, "| %s | %d | %v | %v | %d |\n", s.Kind, s.Count, s.RecoveryP50.Round(10*time.Millisecond),
+			s.RecoveryMax.Round(10*time.Millisecond), s.Violations)
+	}
+	var details []string
+	for _, o := range r.Outcomes {
+		if o.Detail != "" {
+			details = append(details, fmt.Sprintf("- fault %d (%s, at %v): %s\n", o.Seq, o.Kind, o.At.Round(time.Second), o.Detail))
+		}
+	}
+	if len(details) > 0 {
+		b.WriteString("\n" + strings.Join(details, ""))
+	}
+	b.WriteString("\nRecovery: from the fault until what it hit serves again — the restarted agent answering on its node API socket, the victim VM's successor booted, " +
+		"a controller leader renewing its lease, the node Ready, kube-apiserver ready.\n\n")
+	b.WriteString("## Workload\n\n| step | done | failed | took p50 | took max |\n|---|---|---|---|---|\n")
+	for _, s := range r.StepsByKind() {
+		fmt.Fprintf(&b, "| %s | %d | %d | %v | %v |\n", s.Kind, s.Count-s.Failed, s.Failed,
+			s.TookP50.Round(10*time.Millisecond), s.TookMax.Round(10*time.Millisecond))
+	}
+	b.WriteString("\nA step's time runs from the request until it took effect in the API server (create: VMI Running; " +
+		"pause: Paused=True; stop and delete: the VMI gone), faults included.\n")
+	if len(r.Violations) > 0 {
+		b.WriteString("\n## Violations\n\n")
+		for _, v := range r.Violations {
+			fmt.Fprintf(&b, "- %s\n", v)
+		}
+	}
+	return b.String()
+}
+
+// median of d (not empty), the lower middle for an even count.
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[(len(s)-1)/2]
+}
