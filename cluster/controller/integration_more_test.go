@@ -73,6 +73,29 @@ func testPodDeletedBeforeHandoff(t *testing.T, c *cluster) {
 	})
 }
 
+// testHeartbeatStaleOnArrival: a node whose heartbeat is already older
+// than the threshold when the controller first sees it (the controller
+// just started, or the API server was away and the agent could not beat)
+// gets a full threshold from then before it is marked unschedulable.
+func testHeartbeatStaleOnArrival(t *testing.T, c *cluster) {
+	ctx := context.Background()
+	created := time.Now()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-hb-stale",
+		Labels:      map[string]string{v1.SchedulableLabel: "true"},
+		Annotations: map[string]string{v1.HeartbeatAnnotation: created.Add(-time.Hour).UTC().Format(time.RFC3339)}}}
+	if _, err := c.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "node unschedulable", func() (bool, error) {
+		n, err := c.kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		return err == nil && n.Labels[v1.SchedulableLabel] == "false", err
+	})
+	// The controller runs with heartbeatThreshold 4s.
+	if d := time.Since(created); d < 4*time.Second {
+		t.Errorf("marked %v after the controller first saw its hour-old heartbeat, want a full threshold (4s) first", d.Round(100*time.Millisecond))
+	}
+}
+
 // testNodeUnresponsive plays an agent that stops heartbeating (the
 // controller runs with heartbeatThreshold 4s from its ConfigMap).
 func testNodeUnresponsive(t *testing.T, c *cluster) {

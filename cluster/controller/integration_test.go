@@ -55,6 +55,7 @@ func TestIntegration(t *testing.T) {
 	t.Run("ImagePullError", func(t *testing.T) { testImagePullError(t, c) })
 	t.Run("PodDeletedBeforeHandoff", func(t *testing.T) { testPodDeletedBeforeHandoff(t, c) })
 	t.Run("NodeUnresponsive", func(t *testing.T) { testNodeUnresponsive(t, c) })
+	t.Run("HeartbeatStaleOnArrival", func(t *testing.T) { testHeartbeatStaleOnArrival(t, c) })
 	t.Run("Metrics", func(t *testing.T) { testMetrics(t, addr) })
 	t.Run("NodeAPISigner", func(t *testing.T) { testSigner(t, c) })
 	var next *replica

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,7 +69,19 @@ type Deps struct {
 }
 
 // Controller fails VMIs of nodes whose agent stopped heartbeating.
-type Controller struct{ d Deps }
+type Controller struct {
+	d Deps
+
+	mu   sync.Mutex
+	seen map[string]seenBeat // node name → its heartbeat as this controller first saw it
+}
+
+// seenBeat is a node's heartbeat value and when this controller first saw
+// it.
+type seenBeat struct {
+	value string
+	at    time.Time
+}
 
 // New returns a node controller.
 func New(d Deps) *Controller {
@@ -81,7 +94,7 @@ func New(d Deps) *Controller {
 	if d.Recheck <= 0 {
 		d.Recheck = DefaultRecheck
 	}
-	return &Controller{d: d}
+	return &Controller{d: d, seen: map[string]seenBeat{}}
 }
 
 // Sync reconciles the node named by key.
@@ -103,7 +116,8 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		}
 	}
 	now := c.d.Now()
-	res := Plan(Observed{Node: node, VMIs: vmis, PodExists: c.d.PodExists, Now: now, Threshold: c.d.Threshold, Recheck: c.d.Recheck})
+	res := Plan(Observed{Node: node, VMIs: vmis, PodExists: c.d.PodExists, HeartbeatSeen: c.heartbeatSeen(key, node, now),
+		Now: now, Threshold: c.d.Threshold, Recheck: c.d.Recheck})
 	if res.MarkUnschedulable {
 		if err := c.markUnschedulable(ctx, key); err != nil {
 			return err
@@ -118,6 +132,23 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		c.d.Queue.EnqueueAfter(key, res.RequeueAfter)
 	}
 	return nil
+}
+
+// heartbeatSeen returns when this controller first saw node's current
+// heartbeat, remembering it (and forgetting nodes that are gone).
+func (c *Controller) heartbeatSeen(key string, node *corev1.Node, now time.Time) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if node == nil {
+		delete(c.seen, key)
+		return time.Time{}
+	}
+	v := node.Annotations[v1.HeartbeatAnnotation]
+	if s, ok := c.seen[key]; ok && s.value == v {
+		return s.at
+	}
+	c.seen[key] = seenBeat{value: v, at: now}
+	return now
 }
 
 func (c *Controller) markUnschedulable(ctx context.Context, name string) error {

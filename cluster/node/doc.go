@@ -7,6 +7,11 @@
 // their launcher pods are gone or the node is NotReady: nobody else can, the
 // agent that owns their phase is silent.
 //
+// A heartbeat's age is the younger of its own and the time since this
+// controller first saw it: a controller that just started, or whose API
+// server was away (the agents could not heartbeat either), gives every
+// agent a full threshold to be heard again before calling it silent.
+//
 // A node without a heartbeat annotation never ran an agent and is left
 // alone. The controller never sets schedulable=true: the agent does when it
 // is back. A stale node is looked at again every recheck interval; a fresh

@@ -17,9 +17,15 @@ type Observed struct {
 	VMIs []*v1.VirtualMachineInstance
 	// PodExists reports whether a VMI's launcher pod still exists.
 	PodExists func(vmi *v1.VirtualMachineInstance) bool
-	Now       time.Time
-	Threshold time.Duration
-	Recheck   time.Duration
+	// HeartbeatSeen is when this controller first saw the node's current
+	// heartbeat value (zero: unknown). The heartbeat is judged by the
+	// younger of its own age and this one's: a controller that starts, or
+	// whose API server was away, gives every agent a full threshold to be
+	// heard again before calling it silent.
+	HeartbeatSeen time.Time
+	Now           time.Time
+	Threshold     time.Duration
+	Recheck       time.Duration
 }
 
 // Result is what a node sync should do.
@@ -39,7 +45,11 @@ func Plan(o Observed) Result {
 		if !ok {
 			return r // no agent ever ran here
 		}
-		if age := o.Now.Sub(hb); age < o.Threshold {
+		age := o.Now.Sub(hb)
+		if !o.HeartbeatSeen.IsZero() {
+			age = min(age, o.Now.Sub(o.HeartbeatSeen))
+		}
+		if age < o.Threshold {
 			return Result{RequeueAfter: o.Threshold - age + time.Second}
 		}
 		notReady = !nodeReady(n)

@@ -36,16 +36,21 @@ func TestPlan(t *testing.T) {
 		unsched     bool
 		fail        []string
 		requeueNear time.Duration
+		seen        time.Time
 	}{
-		{"fresh heartbeat: check again when it would go stale", testNode(time.Minute, corev1.ConditionTrue), false, nil, 4*time.Minute + time.Second},
-		{"no heartbeat: never had an agent", testNode(-1, corev1.ConditionTrue), false, nil, 0},
-		{"stale, node Ready: only pod-less VMIs fail", testNode(6*time.Minute, corev1.ConditionTrue), true, []string{"podless"}, DefaultRecheck},
-		{"stale, node NotReady: all live VMIs fail", testNode(6*time.Minute, corev1.ConditionFalse), true, []string{"running", "podless"}, DefaultRecheck},
-		{"node object gone", nil, false, []string{"running", "podless"}, DefaultRecheck},
+		{"fresh heartbeat: check again when it would go stale", testNode(time.Minute, corev1.ConditionTrue), false, nil, 4*time.Minute + time.Second, time.Time{}},
+		{"no heartbeat: never had an agent", testNode(-1, corev1.ConditionTrue), false, nil, 0, time.Time{}},
+		{"stale, node Ready: only pod-less VMIs fail", testNode(6*time.Minute, corev1.ConditionTrue), true, []string{"podless"}, DefaultRecheck, time.Time{}},
+		{"stale, node NotReady: all live VMIs fail", testNode(6*time.Minute, corev1.ConditionFalse), true, []string{"running", "podless"}, DefaultRecheck, time.Time{}},
+		{"node object gone", nil, false, []string{"running", "podless"}, DefaultRecheck, time.Time{}},
+		{"stale heartbeat seen only now (controller restarted, API server back): a full threshold first",
+			testNode(6*time.Minute, corev1.ConditionFalse), false, nil, DefaultThreshold + time.Second, t0},
+		{"stale heartbeat unchanged for the threshold since first seen", testNode(11*time.Minute, corev1.ConditionFalse), true,
+			[]string{"running", "podless"}, DefaultRecheck, t0.Add(-DefaultThreshold)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Plan(Observed{Node: tc.node, VMIs: vmis, PodExists: podExists, Now: t0, Threshold: DefaultThreshold, Recheck: DefaultRecheck})
+			r := Plan(Observed{Node: tc.node, VMIs: vmis, PodExists: podExists, HeartbeatSeen: tc.seen, Now: t0, Threshold: DefaultThreshold, Recheck: DefaultRecheck})
 			if r.MarkUnschedulable != tc.unsched {
 				t.Errorf("MarkUnschedulable = %v, want %v", r.MarkUnschedulable, tc.unsched)
 			}

@@ -143,6 +143,7 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "# Chaos run\n\n")
 	fmt.Fprintf(&b, "`make chaos` (e2e/chaos): seed %d, commit %s, started %s, %v, %d node(s), %d resident VM(s).\n\n",
 		r.Seed, r.Commit, r.Started.UTC().Format(time.RFC3339), r.Duration.Round(time.Second), r.Nodes, r.Residents)
+	b.WriteString(invariantsText)
 	if len(r.Violations) == 0 {
 		b.WriteString("**No invariant was broken.**\n\n")
 	} else {
@@ -179,6 +180,26 @@ func (r *Report) Markdown() string {
 	}
 	return b.String()
 }
+
+// invariantsText says what the run checks, for the report's readers.
+const invariantsText = `The faults are drawn from the seed (same seed, same faults, gaps and order) and
+injected while the workload runs, so they land at random points of its steps. After
+every fault the harness checks, and counts as a violation when broken:
+
+- every resident VM (no fault aims at it) runs in the same VMI and the same QEMU
+  process, is not paused, and its guest booted once (its serial console);
+- the victim VM, whose launcher or QEMU a fault killed, ends that VMI and boots a
+  successor (runStrategy Always, after KubeVirt's crash-loop backoff);
+- the agent's records agree with the API server within a minute: no live record of a
+  VMI that is gone or final, no Running VMI of the node without a live record;
+- the node is never marked unschedulable (a SIGKILLed agent is back long before the
+  heartbeat threshold);
+- every workload step takes effect within its deadline (create and start: 4 min;
+  pause, unpause, stop, delete: 2 min) — no stuck finalizer;
+- at the end, once every VM is deleted: no VMI, no QEMU, no live record and no
+  mount of any launcher pod the run saw.
+
+`
 
 // median of d (not empty), the lower middle for an even count.
 func median(d []time.Duration) time.Duration {
