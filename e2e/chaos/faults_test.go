@@ -39,7 +39,7 @@ func (h *harness) inject(t *testing.T, f Fault) Outcome {
 	began := time.Now()
 	switch f.Kind {
 	case AgentKill:
-		o.Target = h.killAgent(t)
+		o.Target, o.Respawn = h.killAgent(t)
 	case LauncherKill, QEMUKill:
 		o.Target, o.Detail = h.killVictim(t, f.Kind)
 	case ControllerKill:
@@ -63,8 +63,9 @@ func (h *harness) inject(t *testing.T, f Fault) Outcome {
 
 // killAgent SIGKILLs the agent's host process and waits until the
 // kubelet's restart of its container serves the node API (the new process
-// answers on the agent's socket; the old one is dead).
-func (h *harness) killAgent(t *testing.T) string {
+// answers on the agent's socket; the old one is dead). It returns the
+// target and how long the kubelet took to start the new process.
+func (h *harness) killAgent(t *testing.T) (string, time.Duration) {
 	t.Helper()
 	var pod corev1.Pod
 	var pid int
@@ -76,7 +77,9 @@ func (h *harness) killAgent(t *testing.T) string {
 		pid, err = localcluster.PodProcess(string(pod.UID), agentComm)
 		return err
 	})
+	killed := time.Now()
 	sigkill(t, pod, pid)
+	var respawn time.Duration
 	testenv.Eventually(t, recoveryTimeout, "the restarted agent serving the node API", func() error {
 		p, err := h.agentPod(t.Context())
 		if err != nil {
@@ -85,10 +88,13 @@ func (h *harness) killAgent(t *testing.T) string {
 		if _, err := localcluster.PodProcess(string(p.UID), agentComm); err != nil {
 			return err
 		}
+		if respawn == 0 {
+			respawn = time.Since(killed)
+		}
 		_, err = h.records(t.Context())
 		return err
 	})
-	return fmt.Sprintf("pid %d (pod %s)", pid, pod.Name)
+	return fmt.Sprintf("pid %d (pod %s)", pid, pod.Name), respawn
 }
 
 // killVictim SIGKILLs the victim VM's launcher or QEMU, waits for its VMI

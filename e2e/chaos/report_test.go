@@ -13,9 +13,9 @@ func sampleReport() *Report {
 	return &Report{
 		Seed: 3, Commit: "abc1234", Started: time.Date(2026, 11, 26, 5, 0, 0, 0, time.UTC), Duration: 9 * time.Minute, Nodes: 1, Residents: 2,
 		Outcomes: []Outcome{
-			{Fault: Fault{Seq: 1, Kind: AgentKill}, Recovery: 3 * time.Second},
-			{Fault: Fault{Seq: 2, Kind: AgentKill}, Recovery: 5 * time.Second},
-			{Fault: Fault{Seq: 3, Kind: AgentKill}, Recovery: 4 * time.Second, Violations: []string{"resident-0: QEMU pid 10 -> 11"}},
+			{Fault: Fault{Seq: 1, Kind: AgentKill}, Recovery: 3 * time.Second, Respawn: 2 * time.Second},
+			{Fault: Fault{Seq: 2, Kind: AgentKill}, Recovery: 5 * time.Second, Respawn: 4 * time.Second},
+			{Fault: Fault{Seq: 3, Kind: AgentKill}, Recovery: 4 * time.Second, Respawn: 3 * time.Second, Violations: []string{"resident-0: QEMU pid 10 -> 11"}},
 			{Fault: Fault{Seq: 4, Kind: APIServerOutage}, Recovery: 41 * time.Second},
 		},
 		Steps: []Step{
@@ -30,7 +30,7 @@ func sampleReport() *Report {
 func TestReport_ByKind(t *testing.T) {
 	got := sampleReport().ByKind()
 	want := []KindStats{
-		{Kind: AgentKill, Count: 3, RecoveryP50: 4 * time.Second, RecoveryMax: 5 * time.Second, Violations: 1},
+		{Kind: AgentKill, Count: 3, RecoveryP50: 4 * time.Second, RecoveryMax: 5 * time.Second, RespawnP50: 3 * time.Second, Violations: 1},
 		{Kind: APIServerOutage, Count: 1, RecoveryP50: 41 * time.Second, RecoveryMax: 41 * time.Second},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -54,8 +54,8 @@ func TestReport_Markdown(t *testing.T) {
 	for _, want := range []string{
 		"seed 3, commit abc1234",
 		"**2 invariant violation(s)**",
-		"| agent-sigkill | 3 | 4s | 5s | 1 |",
-		"| apiserver-outage | 1 | 41s | 41s | 0 |",
+		"| agent-sigkill | 3 | 4s | 5s | 3s | 1 |",
+		"| apiserver-outage | 1 | 41s | 41s | — | 0 |",
 		"| create | 2 | 0 | 4s | 6s |",
 		"| pause | 0 | 1 | 0s | 0s |",
 		"- churn-1: pause: not Paused within 1m0s",
