@@ -121,12 +121,8 @@ func newEnv(t *testing.T, recs ...store.Record) *env {
 
 func (e *env) do(t *testing.T, method, path string) (int, string) {
 	t.Helper()
-	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", e.socket)
-	}}}
 	req, _ := http.NewRequest(method, "http://agent"+path, nil)
-	resp, err := c.Do(req)
+	resp, err := e.client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
