@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodevirt/nodevirt/node/agent"
@@ -26,6 +27,9 @@ type fileConfig struct {
 	HeartbeatInterval string `json:"heartbeatInterval,omitempty"` // default 30s
 	DevicePlugins     *bool  `json:"devicePlugins,omitempty"`     // default true
 	DevicePluginDir   string `json:"devicePluginDir,omitempty"`   // default the kubelet's
+	// StoreMinFree: below this much free space on the store's filesystem
+	// the node takes no new VMIs (node/storeguard; default 32Mi).
+	StoreMinFree string `json:"storeMinFree,omitempty"`
 }
 
 // services are what runs beside the reconcile loop.
@@ -34,6 +38,7 @@ type services struct {
 	HeartbeatInterval time.Duration
 	DevicePlugins     bool
 	DevicePluginDir   string
+	StoreMinFree      uint64 // 0: storeguard's default
 }
 
 func defaultServices() services {
@@ -73,6 +78,13 @@ func (c fileConfig) applyTo(cfg *agent.Config, svc *services) error {
 	}
 	if c.KubeletRoot != "" {
 		cfg.KubeletRoot = c.KubeletRoot
+	}
+	if c.StoreMinFree != "" {
+		q, err := resource.ParseQuantity(c.StoreMinFree)
+		if err != nil || q.Sign() <= 0 {
+			return fmt.Errorf("config: storeMinFree %q: want a positive quantity such as 32Mi (%v)", c.StoreMinFree, err)
+		}
+		svc.StoreMinFree = uint64(q.Value())
 	}
 	if c.AllowEmulation != nil {
 		cfg.AllowEmulation = *c.AllowEmulation

@@ -28,6 +28,7 @@ import (
 	"github.com/nodevirt/nodevirt/node/heartbeat"
 	"github.com/nodevirt/nodevirt/node/launchspec/convert"
 	"github.com/nodevirt/nodevirt/node/migration"
+	"github.com/nodevirt/nodevirt/node/storeguard"
 	"github.com/nodevirt/nodevirt/store"
 )
 
@@ -70,6 +71,9 @@ func run() error {
 	flag.Func("soft-reboot-timeout", "how long a soft reboot without a guest agent waits for the guest to shut down (default 50s)",
 		func(s string) error { fc.SoftRebootTimeout = s; return nil })
 	flag.Func("kubelet-root", "kubelet root directory (default /var/lib/kubelet)", func(s string) error { fc.KubeletRoot = s; return nil })
+	flag.Func("heartbeat-interval", "how often the node's heartbeat is refreshed (default 30s)", func(s string) error { fc.HeartbeatInterval = s; return nil })
+	flag.Func("store-min-free", "free space the store's filesystem keeps; below it the node takes no new VMIs (default 32Mi)",
+		func(s string) error { fc.StoreMinFree = s; return nil })
 	boolFlag := func(name, usage string, dst **bool) {
 		flag.Func(name, usage+" (true/false)", func(s string) error {
 			v, err := strconv.ParseBool(s)
@@ -133,9 +137,15 @@ func run() error {
 		// The rotator returns only when ctx ends.
 		run["certificates"] = func(ctx context.Context) error { return ignoreCanceled(certs.rot.Run(ctx)) }
 	}
+	guard, err := storeguard.New(storeguard.Config{Dir: filepath.Dir(*dbPath), MinFree: svc.StoreMinFree,
+		NodeName: cfg.NodeName, Logger: log.With("component", "storeguard")}, kube.CoreV1().Nodes())
+	if err != nil {
+		return err
+	}
+	run["store guard"] = guard.Run
 	// The effects on the host (launcher, network, QEMU, processes) are
 	// left nil: New takes the host's own.
-	deps := agent.Deps{Kube: kube, Virt: virt, Store: db, KVM: kvm, Log: log, Registerer: reg}
+	deps := agent.Deps{Kube: kube, Virt: virt, Store: db, KVM: kvm, Log: log, Registerer: reg, Guard: guard}
 	if mig.addr != "" {
 		if cfg.MigrationAddress, err = mig.advertised(); err != nil {
 			return err
@@ -153,7 +163,7 @@ func run() error {
 	}
 	if svc.Heartbeat {
 		hb, err := heartbeat.New(heartbeat.Config{NodeName: cfg.NodeName, Interval: svc.HeartbeatInterval, Logger: log,
-			Labels: nodeFacts(cfg.KubeletRoot, log)}, kube.CoreV1().Nodes())
+			Labels: nodeFacts(cfg.KubeletRoot, log), Refusing: guard.Refusing}, kube.CoreV1().Nodes())
 		if err != nil {
 			return err
 		}

@@ -58,6 +58,15 @@ type Deps struct {
 	// Migration is the source end of the migration channel; nil: this
 	// node fails every outgoing migration.
 	Migration MigrationChannel
+	// Guard says when the node takes no new VMIs (node/storeguard: the
+	// store's filesystem is full); nil: it always does.
+	Guard Guard
+}
+
+// Guard is what the agent needs of node/storeguard.
+type Guard interface {
+	// Refusing returns why the node takes no new VMIs, "" when it does.
+	Refusing() string
 }
 
 // Agent is the node agent. Create it with New and start it with Run.

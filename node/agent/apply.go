@@ -25,6 +25,9 @@ func (a *Agent) apply(ctx context.Context, act ActionKind, o *Observation) error
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()
 	switch act {
+	case ActRefuse:
+		a.warn(o.VMI, EventNodeStoreFull, o.Refusing)
+		return nil
 	case ActCreateRecord:
 		return a.createRecord(ctx, o)
 	case ActAllocateNetwork:

@@ -89,6 +89,12 @@
 // the source mirrors into them before the state transfer and finishes the
 // mirrors at QEMU's pre-switchover pause.
 //
+// New work and a full store (Deps.Guard, node/storeguard): a VMI new to
+// the node gets its record before anything is built for it; while the
+// store's filesystem is below its free-space floor the agent creates none
+// (the VMI stays Scheduled, warned NodeStoreFull, and is retried) and
+// goes on serving the VMIs it has.
+//
 // Concurrency: the domain runtime (domain.go) is shared between the sync of
 // its VMI and its watcher goroutines (QMP events, guest agent pings), which
 // only update the view under its mutex and enqueue the UID.

@@ -36,3 +36,7 @@ func (a *Agent) warn(vmi *v1.VirtualMachineInstance, reason, msg string) {
 		a.recorder.Event(vmi, corev1.EventTypeWarning, reason, msg)
 	}
 }
+
+// EventNodeStoreFull is the warning on a VMI new to a node that takes no
+// new VMIs because the agent's store filesystem is full (node/storeguard).
+const EventNodeStoreFull = "NodeStoreFull"

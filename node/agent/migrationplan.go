@@ -136,7 +136,7 @@ func planTarget(o *Observation) Plan {
 		return Plan{Requeue: pollStopping} // the pod informer may lag
 	}
 	if !o.liveRecord() {
-		return Plan{Actions: []ActionKind{ActCreateRecord}, Again: true}
+		return planNewRecord(o)
 	}
 	m := o.Record.Migration
 	switch o.Launcher.State {

@@ -61,7 +61,10 @@ type Observation struct {
 	// PodWatched: the pod's sockets directory is watched (Deps.Pods), so
 	// the launcher coming up and QEMU running or exiting wake a sync.
 	PodWatched bool
-	Now        time.Time
+	// Refusing is why the node takes no new VMIs (Deps.Guard), "" when it
+	// does: a VMI without a record gets none.
+	Refusing string
+	Now      time.Time
 }
 
 // deleting reports whether the VMI is being deleted.

@@ -20,6 +20,9 @@ import (
 // launcher and the in-memory runtime. Every blocking call is bounded.
 func (a *Agent) observe(ctx context.Context, uid string) (*Observation, error) {
 	o := &Observation{UID: uid, Node: a.cfg.NodeName, VMI: a.vmiOf(uid), Now: a.now()}
+	if a.deps.Guard != nil {
+		o.Refusing = a.deps.Guard.Refusing()
+	}
 	rec, err := a.deps.Store.Get(ctx, uid)
 	switch {
 	case errors.Is(err, store.ErrNotFound):

@@ -14,6 +14,9 @@ type ActionKind string
 // The actions apply knows. Each is idempotent: applying it twice, or after a
 // crash half-way through, converges to the same state.
 const (
+	// ActRefuse warns on a VMI new to the node that the node takes no new
+	// VMIs (Observation.Refusing); it stays Scheduled and is retried.
+	ActRefuse ActionKind = "Refuse"
 	// ActCreateRecord persists the VMI's record (pod UID, sockets) before
 	// anything is built for it.
 	ActCreateRecord ActionKind = "CreateRecord"
@@ -64,7 +67,8 @@ const (
 	// QEMU's running and exit files wake the agent, the poll is only the
 	// safety net.
 	pollWatched  = time.Second
-	pollStopping = time.Second // waiting for a guest to power off
+	pollStopping = time.Second     // waiting for a guest to power off
+	pollRefused  = 5 * time.Second // the node takes no new VMIs (store full)
 )
 
 // startingPoll is when to look again at a launcher that is not up yet or
@@ -152,6 +156,16 @@ func planFinished(o *Observation) Plan {
 	return Plan{}
 }
 
+// planNewRecord takes a VMI new to this node: its record first, unless
+// the node takes no new VMIs (its store is full), which the VMI is told
+// until it does.
+func planNewRecord(o *Observation) Plan {
+	if o.Refusing != "" {
+		return Plan{Actions: []ActionKind{ActRefuse}, Requeue: pollRefused}
+	}
+	return Plan{Actions: []ActionKind{ActCreateRecord}, Again: true}
+}
+
 // planRun brings a Scheduled or Running VMI to a running QEMU.
 func planRun(o *Observation) Plan {
 	if o.Pod == nil {
@@ -165,7 +179,7 @@ func planRun(o *Observation) Plan {
 		return Plan{Actions: releaseIfLive(o), PatchStatus: true}
 	}
 	if !o.liveRecord() {
-		return Plan{Actions: []ActionKind{ActCreateRecord}, Again: true}
+		return planNewRecord(o)
 	}
 	switch o.Launcher.State {
 	case LauncherUnreachable:

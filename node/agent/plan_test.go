@@ -96,6 +96,14 @@ func TestPlan(t *testing.T) {
 		o:    obs(v1.Scheduled),
 		want: Plan{Actions: []ActionKind{ActCreateRecord}, Again: true},
 	}, {
+		name: "StoreFullRefusesANewVMI",
+		o:    obs(v1.Scheduled, func(o *Observation) { o.Refusing = "store full" }),
+		want: Plan{Actions: []ActionKind{ActRefuse}, Requeue: pollRefused},
+	}, {
+		name: "StoreFullKeepsLaunchingAVMIWithARecord",
+		o:    obs(v1.Scheduled, withRecord, withLauncher(launcher.StateWaiting), func(o *Observation) { o.Refusing = "store full" }),
+		want: Plan{Actions: []ActionKind{ActLaunch}, Requeue: pollStarting},
+	}, {
 		name: "LauncherNotUpYet",
 		o:    obs(v1.Scheduled, withRecord),
 		want: Plan{Requeue: pollStarting},

@@ -13,6 +13,10 @@
 //     schedulable=false, bounded by Config.StopTimeout, so no new VM is
 //     scheduled to a node whose agent is going away. A crashed agent sends
 //     nothing; the controller's staleness threshold covers that case.
+//   - While Config.Refusing gives a reason (the agent's store is full,
+//     node/storeguard) a beat keeps the heartbeat fresh but says
+//     schedulable=false: the agent is alive and serves its VMs, and no new
+//     one is scheduled to it.
 //   - A failed patch is logged and retried on the next tick; Run does not
 //     give up while ctx lives.
 //

@@ -41,6 +41,10 @@ type Config struct {
 	// Labels returns node facts to report as labels with every beat, such
 	// as cpumanager=true|false. Optional.
 	Labels func() map[string]string
+	// Refusing returns why the node takes no new VMIs (its store is
+	// full, node/storeguard), "" when it does: while refusing, a beat
+	// keeps the heartbeat fresh but says schedulable=false. Optional.
+	Refusing func() string
 }
 
 // Validate reports a configuration that cannot work.
@@ -112,11 +116,20 @@ func (h *Heartbeat) labels() map[string]string {
 	return h.cfg.Labels()
 }
 
+// refusing is why the node takes no new VMIs, "" when it does.
+func (h *Heartbeat) refusing() string {
+	if h.cfg.Refusing == nil {
+		return ""
+	}
+	return h.cfg.Refusing()
+}
+
 // beat sends one patch.
 func (h *Heartbeat) beat(ctx context.Context, alive bool) error {
-	_, err := h.nodes.Patch(ctx, h.cfg.NodeName, types.MergePatchType, Patch(alive, h.cfg.Now(), h.labels()), metav1.PatchOptions{FieldManager: v1.ManagerAgent})
+	schedulable := alive && h.refusing() == ""
+	_, err := h.nodes.Patch(ctx, h.cfg.NodeName, types.MergePatchType, Patch(alive, schedulable, h.cfg.Now(), h.labels()), metav1.PatchOptions{FieldManager: v1.ManagerAgent})
 	if err != nil {
-		return fmt.Errorf("heartbeat node %q (schedulable=%t): %w", h.cfg.NodeName, alive, err)
+		return fmt.Errorf("heartbeat node %q (schedulable=%t): %w", h.cfg.NodeName, schedulable, err)
 	}
 	return nil
 }

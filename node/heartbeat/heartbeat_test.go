@@ -46,7 +46,7 @@ func TestRun_BeatsRetriesAndStopsUnschedulable(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
 
-	alive := call{Node: "n0", Type: types.MergePatchType, Patch: string(Patch(true, now, nil)), CtxAlive: true}
+	alive := call{Node: "n0", Type: types.MergePatchType, Patch: string(Patch(true, true, now, nil)), CtxAlive: true}
 	// The first patch fails; Run keeps beating.
 	for i := range 3 {
 		if diff := cmp.Diff(alive, next(t, nodes.calls)); diff != "" {
@@ -62,7 +62,7 @@ func TestRun_BeatsRetriesAndStopsUnschedulable(t *testing.T) {
 	for len(nodes.calls) > 0 {
 		last = <-nodes.calls
 	}
-	stop := call{Node: "n0", Type: types.MergePatchType, Patch: string(Patch(false, now, nil)), CtxAlive: true}
+	stop := call{Node: "n0", Type: types.MergePatchType, Patch: string(Patch(false, false, now, nil)), CtxAlive: true}
 	if diff := cmp.Diff(stop, last); diff != "" {
 		t.Errorf("stop patch mismatch (-want +got):\n%s", diff)
 	}

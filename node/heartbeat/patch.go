@@ -11,8 +11,9 @@ import (
 // Patch returns the JSON merge patch for one heartbeat at now: the
 // schedulable label, the node facts in labels (e.g. cpumanager) and, when
 // alive, the heartbeat annotation. The final patch of a clean stop
-// (alive=false) leaves the last heartbeat in place.
-func Patch(alive bool, now time.Time, labels map[string]string) []byte {
+// (alive=false, schedulable=false) leaves the last heartbeat in place; a
+// live agent that takes no new VMIs beats with schedulable=false.
+func Patch(alive, schedulable bool, now time.Time, labels map[string]string) []byte {
 	type meta struct {
 		Labels      map[string]string `json:"labels"`
 		Annotations map[string]string `json:"annotations,omitempty"`
@@ -21,7 +22,7 @@ func Patch(alive bool, now time.Time, labels map[string]string) []byte {
 	for k, v := range labels {
 		m.Labels[k] = v
 	}
-	m.Labels[v1.SchedulableLabel] = strconv.FormatBool(alive)
+	m.Labels[v1.SchedulableLabel] = strconv.FormatBool(schedulable)
 	if alive {
 		m.Annotations = map[string]string{v1.HeartbeatAnnotation: now.UTC().Format(time.RFC3339)}
 	}

@@ -11,10 +11,11 @@ import (
 func TestPatch(t *testing.T) {
 	at := time.Date(2026, 11, 21, 23, 4, 5, 600, time.FixedZone("CET", 3600))
 	tests := []struct {
-		name   string
-		alive  bool
-		labels map[string]string
-		want   string
+		name     string
+		alive    bool
+		refusing bool
+		labels   map[string]string
+		want     string
 	}{
 		{
 			name:  "Alive",
@@ -28,6 +29,12 @@ func TestPatch(t *testing.T) {
 			want:   `{"metadata":{"labels":{"cpumanager":"true","kubevirt.io/schedulable":"true"},"annotations":{"kubevirt.io/heartbeat":"2026-11-21T22:04:05Z"}}}`,
 		},
 		{
+			name:     "AliveRefusingNewVMIs",
+			alive:    true,
+			refusing: true,
+			want:     `{"metadata":{"labels":{"kubevirt.io/schedulable":"false"},"annotations":{"kubevirt.io/heartbeat":"2026-11-21T22:04:05Z"}}}`,
+		},
+		{
 			name:  "Stopping",
 			alive: false,
 			want:  `{"metadata":{"labels":{"kubevirt.io/schedulable":"false"}}}`,
@@ -36,7 +43,7 @@ func TestPatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got, want any
-			if err := json.Unmarshal(Patch(tt.alive, at, tt.labels), &got); err != nil {
+			if err := json.Unmarshal(Patch(tt.alive, tt.alive && !tt.refusing, at, tt.labels), &got); err != nil {
 				t.Fatal(err)
 			}
 			if err := json.Unmarshal([]byte(tt.want), &want); err != nil {
