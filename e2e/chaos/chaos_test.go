@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +47,9 @@ type harness struct {
 	residents  map[string]baseline
 	launchers  map[string]bool // UIDs of every launcher pod seen
 	violations map[string]bool // dedup of the violations recorded
+	// storeFull is set while a StoreFull fault holds the store's
+	// filesystem full: the node refusing new VMIs is then expected.
+	storeFull atomic.Bool
 }
 
 // TestChaos runs a seeded schedule of faults against nodevirt on the local

@@ -1,7 +1,9 @@
 // Package chaos is nodevirt's chaos harness on the real local cluster
 // (issue 18): a seeded schedule of faults — SIGKILLs of the agent's host
 // process, of a launcher and of a QEMU, of the controller leader, kubelet
-// and containerd restarts, a kube-apiserver outage — injected while a
+// and containerd restarts, a kube-apiserver outage, the agent's store
+// filesystem filled up (a tmpfs of its own on the local cluster) — injected
+// while a
 // workload runs (VMs created, paused, unpaused, their run strategy flipped,
 // deleted), with invariants checked after every fault:
 //

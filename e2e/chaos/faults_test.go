@@ -3,11 +3,14 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +18,7 @@ import (
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/e2e/localcluster"
 	"github.com/nodevirt/nodevirt/hack/testenv"
+	"github.com/nodevirt/nodevirt/node/storeguard"
 )
 
 // Process names (comm, 15 characters at most) of what the faults kill.
@@ -50,6 +54,11 @@ func (h *harness) inject(t *testing.T, f Fault) Outcome {
 	case ContainerdRestart:
 		o.Target = "containerd0"
 		h.restartDaemon(t, "containerd0", 0)
+	case StoreFull:
+		o.Target = "the agent's store filesystem"
+		var freed time.Time
+		o.Detail, freed = h.fillStore(t)
+		began = freed // recovery counts from the space coming back
 	case APIServerOutage:
 		o.Target = "kube-apiserver"
 		h.restartDaemon(t, "kube-apiserver", APIServerDown)
@@ -228,4 +237,74 @@ func ptrString(s *string) string {
 		return "<nil>"
 	}
 	return *s
+}
+
+// fillStore fills the filesystem of the agent's store (a tmpfs of its own
+// on the local cluster, hack/cluster/host.sh) to 1 MiB below its free
+// space, checks that the node stops taking new VMIs (NodevirtStoreFull
+// True, schedulable=false), holds it StoreFullHold while the workload and
+// the residents go on, frees it and waits for the node to take VMIs again.
+// It returns what it saw and when the space came back.
+func (h *harness) fillStore(t *testing.T) (string, time.Time) {
+	t.Helper()
+	dir := filepath.Join(h.node.Dir, "nodevirt")
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	free := int64(st.Bavail) * st.Bsize
+	if st.Blocks*uint64(st.Bsize) > 1<<30 {
+		t.Fatalf("%s is not the agent's own small filesystem (%d bytes): restart the local cluster (make cluster-down) so hack/cluster/host.sh mounts it", dir, st.Blocks*uint64(st.Bsize))
+	}
+	filler := filepath.Join(dir, "chaos-filler")
+	h.storeFull.Store(true)
+	filled := time.Now()
+	if err := os.WriteFile(filler, make([]byte, free-1<<20), 0o600); err != nil {
+		t.Fatalf("fill %s: %v", dir, err)
+	}
+	t.Cleanup(func() { _ = os.Remove(filler) })
+	refused := testenv.Eventually(t, time.Minute, "the node refusing new VMIs (NodevirtStoreFull True, schedulable=false)", func() error {
+		return h.nodeTakesVMIs(t.Context(), false)
+	})
+	time.Sleep(StoreFullHold)
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	freed := time.Now()
+	testenv.Eventually(t, time.Minute, "the node taking VMIs again", func() error { return h.nodeTakesVMIs(t.Context(), true) })
+	h.storeFull.Store(false)
+	return fmt.Sprintf("filled to 1 MiB free (of %d MiB free) at %v: the node refused new VMIs %v later; freed after %v",
+		free>>20, filled.Sub(h.start).Round(time.Second), refused.Round(10*time.Millisecond), StoreFullHold), freed
+}
+
+// nodeTakesVMIs reports nil when the node's schedulable label and
+// NodevirtStoreFull condition say it takes new VMIs (want true) or
+// refuses them (want false).
+func (h *harness) nodeTakesVMIs(ctx context.Context, want bool) error {
+	n, err := h.kube.CoreV1().Nodes().Get(ctx, h.node.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	return takesVMIs(n, want)
+}
+
+// takesVMIs is nodeTakesVMIs for a node at hand.
+func takesVMIs(n *corev1.Node, want bool) error {
+	full := storeFullCondition(n) == corev1.ConditionTrue
+	if sched := n.Labels[v1.SchedulableLabel] == "true"; sched != want || full == want {
+		return fmt.Errorf("node %s: %s=%q, %s %q", n.Name, v1.SchedulableLabel, n.Labels[v1.SchedulableLabel],
+			storeguard.ConditionType, storeFullCondition(n))
+	}
+	return nil
+}
+
+// storeFullCondition is the status of the node's NodevirtStoreFull
+// condition ("" if none).
+func storeFullCondition(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == storeguard.ConditionType {
+			return c.Status
+		}
+	}
+	return ""
 }

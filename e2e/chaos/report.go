@@ -212,7 +212,9 @@ every fault the harness checks, and counts as a violation when broken:
 - the agent's records agree with the API server within a minute: no live record of a
   VMI that is gone or final, no Running VMI of the node without a live record;
 - the node is never marked unschedulable (a SIGKILLed agent is back long before the
-  heartbeat threshold);
+  heartbeat threshold), except while a store-full fault holds the agent's store
+  filesystem full: then it must refuse new VMIs (schedulable=false, Node condition
+  NodevirtStoreFull True) within a minute and take them again once freed;
 - every workload step takes effect within its deadline (create and start: 4 min;
   pause, unpause, stop, delete: 2 min) — no stuck finalizer;
 - at the end, once every VM is deleted: no VMI, no QEMU, no live record and no

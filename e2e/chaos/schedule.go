@@ -27,10 +27,16 @@ const (
 	ContainerdRestart Kind = "containerd-restart"
 	// APIServerOutage stops kube-apiserver for APIServerDown.
 	APIServerOutage Kind = "apiserver-outage"
+	// StoreFull fills the filesystem of the agent's store (its bbolt
+	// file) for StoreFullHold, then frees it.
+	StoreFull Kind = "store-full"
 )
 
 // Kinds lists every fault kind in report order.
-var Kinds = []Kind{AgentKill, LauncherKill, QEMUKill, ControllerKill, KubeletRestart, ContainerdRestart, APIServerOutage}
+var Kinds = []Kind{AgentKill, LauncherKill, QEMUKill, ControllerKill, KubeletRestart, ContainerdRestart, APIServerOutage, StoreFull}
+
+// StoreFullHold is how long a StoreFull keeps the store's filesystem full.
+const StoreFullHold = 15 * time.Second
 
 // APIServerDown is how long an APIServerOutage keeps kube-apiserver down.
 const APIServerDown = 30 * time.Second

@@ -205,9 +205,12 @@ func (h *harness) watchResidents(ctx context.Context) {
 			}
 		}
 		// The agent comes back well within the heartbeat threshold and
-		// is never silent otherwise: the node is never marked.
-		if n, err := h.kube.CoreV1().Nodes().Get(ctx, h.node.Name, metav1.GetOptions{}); err == nil && n.Labels[v1.SchedulableLabel] == "false" {
-			h.violate(fmt.Sprintf("node %s marked %s=false at %v", h.node.Name, v1.SchedulableLabel, h.since()))
+		// is never silent otherwise: the node is never marked, but while
+		// a StoreFull fault holds its store full.
+		if n, err := h.kube.CoreV1().Nodes().Get(ctx, h.node.Name, metav1.GetOptions{}); err == nil && !h.storeFull.Load() {
+			if err := takesVMIs(n, true); err != nil {
+				h.violate(fmt.Sprintf("at %v: %v", h.since(), err))
+			}
 		}
 		select {
 		case <-ctx.Done():

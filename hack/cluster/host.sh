@@ -30,11 +30,18 @@ host_record() {
 	touch "$HOST/links" "$HOST/cgroups" "$HOST/recorded"
 }
 
-# host_node_setup I: node I's host-only bridge with the node IP (no dummy
-# links in this kernel; the kubelet refuses a loopback node IP) and its cgroup
-# root in every cgroup v1 hierarchy.
+# host_node_setup I: node I's agent store filesystem, its host-only bridge
+# with the node IP (no dummy links in this kernel; the kubelet refuses a
+# loopback node IP) and its cgroup root in every cgroup v1 hierarchy.
 host_node_setup() {
-	local i=$1 br ip h cg
+	local i=$1 br ip h cg sd
+	# The agent's store (its bbolt file, socket, keys) on a filesystem of
+	# its own, a 64 MiB tmpfs, so the chaos harness can fill it without
+	# touching the host's disk; down.sh unmounts it with everything under
+	# the state directory.
+	sd=$(node_dir "$i")/nodevirt
+	mkdir -p "$sd"
+	mountpoint -q "$sd" || mount -t tmpfs -o size=64m,mode=0700 nodevirt-store "$sd"
 	br=$(node_bridge "$i") ip=$(node_ip "$i")
 	if ! ip link show "$br" >/dev/null 2>&1; then
 		ip link add "$br" type bridge

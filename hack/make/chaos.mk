@@ -1,6 +1,7 @@
 # The chaos harness (issue 18, e2e/chaos): a seeded schedule of faults —
 # agent, launcher, QEMU and controller-leader SIGKILLs, kubelet and
-# containerd restarts, a kube-apiserver outage — on the local cluster
+# containerd restarts, a kube-apiserver outage, the agent's store filesystem
+# filled up — on the local cluster
 # while VMs are created, paused, stopped, started and deleted, with the
 # invariants checked after every fault. make test runs a CI-sized run (20
 # agent kills, one of each other fault); make chaos the full one.
