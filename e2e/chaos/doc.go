@@ -2,10 +2,9 @@
 // (issue 18): a seeded schedule of faults — SIGKILLs of the agent's host
 // process, of a launcher and of a QEMU, of the controller leader, kubelet
 // and containerd restarts, a kube-apiserver outage, the agent's store
-// filesystem filled up (a tmpfs of its own on the local cluster) — injected
-// while a
-// workload runs (VMs created, paused, unpaused, their run strategy flipped,
-// deleted), with invariants checked after every fault:
+// filesystem filled up (a tmpfs of its own on the local cluster) —
+// injected while a workload runs (VMs created, paused, unpaused, their run
+// strategy flipped, deleted), with invariants checked after every fault:
 //
 //   - every resident VM (never a fault's target) still runs in the same
 //     QEMU process, the same VMI, not rebooted, not paused;
