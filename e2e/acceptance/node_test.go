@@ -136,21 +136,9 @@ func sigkillAgent(t *testing.T, pod corev1.Pod) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatalf("SIGKILL agent pid %d: %v", pid, err)
+	if err := localcluster.SIGKILL(string(pod.UID), pid, 10*time.Second); err != nil {
+		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("agent pid %d gone after SIGKILL", pid), func() error {
-		ps, err := localcluster.PodProcesses(string(pod.UID))
-		if err != nil {
-			return err
-		}
-		for _, p := range ps {
-			if p.PID == pid {
-				return fmt.Errorf("pid %d still there", pid)
-			}
-		}
-		return nil
-	})
 	return pid
 }
 

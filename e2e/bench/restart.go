@@ -134,16 +134,11 @@ func (e *env) qemuPid(ctx context.Context, vmi *v1.VirtualMachineInstance) (int,
 	if err != nil {
 		return 0, err
 	}
-	ps, err := localcluster.PodProcesses(string(pod.UID))
+	pid, err := localcluster.PodQEMU(string(pod.UID))
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("VMI %s: %w", vmi.Name, err)
 	}
-	for _, p := range ps {
-		if strings.HasPrefix(p.Comm, "qemu-system") {
-			return p.PID, nil
-		}
-	}
-	return 0, fmt.Errorf("VMI %s: no QEMU in pod %s", vmi.Name, pod.Name)
+	return pid, nil
 }
 
 // qmpStatus asks QEMU for its run state (query-status) through the node

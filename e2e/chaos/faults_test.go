@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -198,21 +197,9 @@ func (h *harness) killLeader(t *testing.T) string {
 // sigkill sends SIGKILL to host pid of pod and waits until it is gone.
 func sigkill(t *testing.T, pod corev1.Pod, pid int) {
 	t.Helper()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatalf("SIGKILL pid %d of pod %s: %v", pid, pod.Name, err)
+	if err := localcluster.SIGKILL(string(pod.UID), pid, 30*time.Second); err != nil {
+		t.Fatal(err)
 	}
-	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("pid %d gone after SIGKILL", pid), func() error {
-		ps, err := localcluster.PodProcesses(string(pod.UID))
-		if err != nil {
-			return err
-		}
-		for _, p := range ps {
-			if p.PID == pid {
-				return fmt.Errorf("pid %d still there", pid)
-			}
-		}
-		return nil
-	})
 }
 
 // agentPod is the agent pod on the run's node.
@@ -290,21 +277,10 @@ func (h *harness) nodeTakesVMIs(ctx context.Context, want bool) error {
 
 // takesVMIs is nodeTakesVMIs for a node at hand.
 func takesVMIs(n *corev1.Node, want bool) error {
-	full := storeFullCondition(n) == corev1.ConditionTrue
+	full := storeguard.NodeCondition(n) == corev1.ConditionTrue
 	if sched := n.Labels[v1.SchedulableLabel] == "true"; sched != want || full == want {
 		return fmt.Errorf("node %s: %s=%q, %s %q", n.Name, v1.SchedulableLabel, n.Labels[v1.SchedulableLabel],
-			storeguard.ConditionType, storeFullCondition(n))
+			storeguard.ConditionType, storeguard.NodeCondition(n))
 	}
 	return nil
-}
-
-// storeFullCondition is the status of the node's NodevirtStoreFull
-// condition ("" if none).
-func storeFullCondition(n *corev1.Node) corev1.ConditionStatus {
-	for _, c := range n.Status.Conditions {
-		if c.Type == storeguard.ConditionType {
-			return c.Status
-		}
-	}
-	return ""
 }

@@ -142,18 +142,7 @@ func (h *harness) boots(pod corev1.Pod) (int, error) {
 }
 
 // qemuOf is the QEMU process of a launcher pod.
-func qemuOf(pod corev1.Pod) (int, error) {
-	ps, err := localcluster.PodProcesses(string(pod.UID))
-	if err != nil {
-		return 0, err
-	}
-	for _, p := range ps {
-		if strings.HasPrefix(p.Comm, "qemu-system") {
-			return p.PID, nil
-		}
-	}
-	return 0, fmt.Errorf("pod %s: no QEMU process", pod.Name)
-}
+func qemuOf(pod corev1.Pod) (int, error) { return localcluster.PodQEMU(string(pod.UID)) }
 
 // checkResidents compares every resident with its baseline: same VMI,
 // Running, not paused, same QEMU process, booted once.

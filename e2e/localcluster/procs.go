@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // Process is one host process of a pod.
@@ -63,4 +66,40 @@ func PodProcess(podUID, comm string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("pod %s: no process %q", podUID, comm)
+}
+
+// PodQEMU returns the pid of the QEMU process of launcher pod uid.
+func PodQEMU(podUID string) (int, error) {
+	ps, err := PodProcesses(podUID)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range ps {
+		if strings.HasPrefix(p.Comm, "qemu-system") {
+			return p.PID, nil
+		}
+	}
+	return 0, fmt.Errorf("pod %s: no QEMU process", podUID)
+}
+
+// SIGKILL sends SIGKILL to host process pid of pod uid and waits up to
+// timeout until it is gone from the pod (reaped or a zombie).
+func SIGKILL(podUID string, pid int, timeout time.Duration) error {
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("SIGKILL pid %d of pod %s: %w", pid, podUID, err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		ps, err := PodProcesses(podUID)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(ps, func(p Process) bool { return p.PID == pid }) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pid %d of pod %s still there %v after SIGKILL", pid, podUID, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -48,7 +48,7 @@ func TestStoreFull_Integration(t *testing.T) {
 	running.waitPhase(t, v1.Running, 2*time.Minute)
 	pid := running.qemuPID(t)
 	h.waitNode(t, "schedulable, store condition False", func(n *corev1.Node) bool {
-		return n.Labels[v1.SchedulableLabel] == "true" && nodeCondition(n) == corev1.ConditionFalse
+		return n.Labels[v1.SchedulableLabel] == "true" && storeguard.NodeCondition(n) == corev1.ConditionFalse
 	})
 
 	var st unix.Statfs_t
@@ -61,7 +61,7 @@ func TestStoreFull_Integration(t *testing.T) {
 		t.Fatalf("fill the store's filesystem (%d bytes free): %v", free, err)
 	}
 	h.waitNode(t, "unschedulable, store condition True", func(n *corev1.Node) bool {
-		return n.Labels[v1.SchedulableLabel] == "false" && nodeCondition(n) == corev1.ConditionTrue
+		return n.Labels[v1.SchedulableLabel] == "false" && storeguard.NodeCondition(n) == corev1.ConditionTrue
 	})
 
 	refused := h.createVM(t, "refused", vmOpts{})
@@ -112,7 +112,7 @@ func TestStoreFull_Integration(t *testing.T) {
 	}
 	refused.waitPhase(t, v1.Running, 2*time.Minute)
 	h.waitNode(t, "schedulable again, store condition False", func(n *corev1.Node) bool {
-		return n.Labels[v1.SchedulableLabel] == "true" && nodeCondition(n) == corev1.ConditionFalse
+		return n.Labels[v1.SchedulableLabel] == "true" && storeguard.NodeCondition(n) == corev1.ConditionFalse
 	})
 }
 
@@ -129,15 +129,4 @@ func (h *harness) waitNode(t *testing.T, what string, cond func(*corev1.Node) bo
 		}
 		return nil
 	})
-}
-
-// nodeCondition is the status of n's NodevirtStoreFull condition ("" if
-// none).
-func nodeCondition(n *corev1.Node) corev1.ConditionStatus {
-	for _, c := range n.Status.Conditions {
-		if c.Type == storeguard.ConditionType {
-			return c.Status
-		}
-	}
-	return ""
 }

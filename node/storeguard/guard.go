@@ -214,3 +214,14 @@ func statfs(dir string) (uint64, error) {
 	}
 	return st.Bavail * uint64(st.Bsize), nil
 }
+
+// NodeCondition is the status of n's NodevirtStoreFull condition, "" when
+// it has none.
+func NodeCondition(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == ConditionType {
+			return c.Status
+		}
+	}
+	return ""
+}
