@@ -76,8 +76,9 @@ func TestChaos(t *testing.T) {
 	h.startResidents(t)
 	ctx, stop := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); h.watchResidents(ctx) }()
+	go func() { defer wg.Done(); h.probeResidents(ctx) }()
 	go func() { defer wg.Done(); h.churn(ctx) }()
 
 	for _, f := range schedule {

@@ -50,9 +50,15 @@ type Report struct {
 	Nodes    int           `json:"nodes"`
 	// Residents is how many VMs ran through the whole run untouched by
 	// any fault aimed at a VM.
-	Residents int       `json:"residents"`
-	Outcomes  []Outcome `json:"outcomes"`
-	Steps     []Step    `json:"steps"`
+	Residents int `json:"residents"`
+	// Probes and ProbeFailures count the HTTP probes of the residents'
+	// guests; GuestOutageMax is the longest a resident's guest did not
+	// answer.
+	Probes         int           `json:"probes"`
+	ProbeFailures  int           `json:"probeFailures"`
+	GuestOutageMax time.Duration `json:"guestOutageMax"`
+	Outcomes       []Outcome     `json:"outcomes"`
+	Steps          []Step        `json:"steps"`
 	// Violations are every broken invariant: the faults', the
 	// workload's and the final checks'.
 	Violations []string `json:"violations,omitempty"`
@@ -162,6 +168,8 @@ func (r *Report) Markdown() string {
 	} else {
 		fmt.Fprintf(&b, "**%d invariant violation(s)**, listed at the end.\n\n", len(r.Violations))
 	}
+	fmt.Fprintf(&b, "The residents' guests answered %d of %d HTTP probes (every %v each, through the pod IP and masquerade); "+
+		"the longest a resident did not answer: %v.\n\n", r.Probes-r.ProbeFailures, r.Probes, probeEvery, r.GuestOutageMax.Round(10*time.Millisecond))
 	b.WriteString("## Faults\n\n| fault | injected | recovery p50 | recovery max | of which the kubelet's respawn, p50 | violations |\n|---|---|---|---|---|---|\n")
 	for _, s := range r.ByKind() {
 		respawn := "—"
@@ -206,7 +214,9 @@ injected while the workload runs, so they land at random points of its steps. Af
 every fault the harness checks, and counts as a violation when broken:
 
 - every resident VM (no fault aims at it) runs in the same VMI and the same QEMU
-  process, is not paused, and its guest booted once (its serial console);
+  process, is not paused, and its guest booted once (its serial console); its guest,
+  writing its disk all along, answers HTTP through its pod IP — never silent for
+  more than 5 s;
 - the victim VM, whose launcher or QEMU a fault killed, ends that VMI and boots a
   successor (runStrategy Always, after KubeVirt's crash-loop backoff);
 - the agent's records agree with the API server within a minute: no live record of a
@@ -221,6 +231,9 @@ every fault the harness checks, and counts as a violation when broken:
   mount of any launcher pod the run saw.
 
 `
+
+// probeEvery is the pause between two HTTP probes of a resident guest.
+const probeEvery = 250 * time.Millisecond
 
 // median of d (not empty), the lower middle for an even count.
 func median(d []time.Duration) time.Duration {

@@ -33,7 +33,9 @@ type baseline struct {
 	qemu int
 }
 
-// vmManifest is a runStrategy Always VM of the test guest on the run's node.
+// vmManifest is a runStrategy Always VM of the test guest on the run's
+// node: masquerade on the pod network (its guest serves HTTP on port 80)
+// and a guest that keeps writing a scratch disk.
 func (h *harness) vmManifest(name, role string) []byte {
 	return fmt.Appendf(nil, `apiVersion: kubevirt.io/v1
 kind: VirtualMachine
@@ -45,15 +47,30 @@ spec:
     spec:
       nodeSelector: {kubernetes.io/hostname: %[4]s}
       terminationGracePeriodSeconds: 5
-      domain: %[5]s
-`, name, namespace, role, h.node.Name, domainOf(localcluster.GuestSpec))
-}
-
-// domainOf is the domain of a VMI spec in flow style ("{..., domain:
-// {...}}" → "{...}").
-func domainOf(spec string) string {
-	i := strings.Index(spec, "domain: ")
-	return strings.TrimSuffix(spec[i+len("domain: "):], "}")
+      domain:
+        memory: {guest: 128Mi}
+        firmware:
+          kernelBoot:
+            kernelArgs: console=ttyS0 quiet panic=-1
+            container: {image: nodevirt.local/guest-kernel:dev, kernelPath: /boot/vmlinux, initrdPath: /boot/initrd.img}
+        devices:
+          autoattachGraphicsDevice: false
+          disks:
+          - {name: cloudinit, disk: {bus: virtio}}
+          - {name: scratch, disk: {bus: virtio}}
+          interfaces:
+          - {name: default, masquerade: {}}
+      networks:
+      - {name: default, pod: {}}
+      volumes:
+      - name: cloudinit
+        cloudInitNoCloud:
+          userData: |
+            #!/bin/sh
+            ( while :; do dd if=/dev/urandom of=/dev/vdb bs=64k count=16 conv=fsync 2>/dev/null; sleep 1; done ) </dev/null >/dev/null 2>&1 &
+      - name: scratch
+        emptyDisk: {capacity: 16Mi}
+`, name, namespace, role, h.node.Name)
 }
 
 // startResidents starts the residents and the victim and takes the
