@@ -21,7 +21,7 @@ func (h *harness) probeResidents(ctx context.Context) {
 	for name, b := range h.residents {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			h.probe(ctx, name, "http://"+net.JoinHostPort(b.pod.Status.PodIP, "80")+"/")
+			h.probe(ctx, name, b.pod.Status.PodIP)
 		}()
 	}
 	for range h.residents {
@@ -29,16 +29,32 @@ func (h *harness) probeResidents(ctx context.Context) {
 	}
 }
 
-func (h *harness) probe(ctx context.Context, name, url string) {
-	client := http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: time.Second}
+// probeClient GETs without keep-alive (each probe a new connection
+// through the masquerade), a second at most.
+var probeClient = http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: time.Second}
+
+// httpOK GETs port 80 of a guest at pod IP ip once.
+func httpOK(ctx context.Context, ip string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(ip, "80")+"/", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := probeClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
+func (h *harness) probe(ctx context.Context, name, ip string) {
 	var down time.Time // when the current outage began; zero: answering
 	for ctx.Err() == nil {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := client.Do(req)
-		ok := err == nil && resp.StatusCode == http.StatusOK
-		if err == nil {
-			resp.Body.Close()
-		}
+		err := httpOK(ctx, ip)
+		ok := err == nil
 		now := time.Now()
 		if ctx.Err() != nil {
 			return

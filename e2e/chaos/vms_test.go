@@ -97,6 +97,11 @@ func (h *harness) startResidents(t *testing.T) {
 		}
 		if n != victim {
 			h.residents[n] = b
+			// Its guest serves HTTP a moment after the ready marker; the
+			// probes count from then.
+			if err := await(t.Context(), 2*time.Minute, func() error { return httpOK(t.Context(), b.pod.Status.PodIP) }); err != nil {
+				t.Fatalf("resident %s: guest HTTP: %v", n, err)
+			}
 		}
 		t.Logf("VM %s: VMI %s, pod %s, QEMU pid %d", n, b.vmi, b.pod.Name, b.qemu)
 	}
