@@ -225,8 +225,8 @@ every fault the harness checks, and counts as a violation when broken:
   heartbeat threshold), except while a store-full fault holds the agent's store
   filesystem full: then it must refuse new VMIs (schedulable=false, Node condition
   NodevirtStoreFull True) within a minute and take them again once freed;
-- every workload step takes effect within its deadline (create and start: 4 min;
-  pause, unpause, stop, delete: 2 min) — no stuck finalizer;
+- every workload step takes effect within its deadline (4 min, faults included) — no
+  stuck finalizer;
 - at the end, once every VM is deleted: no VMI, no QEMU, no live record and no
   mount of any launcher pod the run saw.
 

@@ -143,11 +143,18 @@ running() {
 }
 
 # start NAME COMMAND...: run COMMAND in its own session (so signals to make or
-# a test's process group don't reach it), output to logs/NAME.log.
+# a test's process group don't reach it), output to logs/NAME.log (appended
+# to with LOG_APPEND=1, as restart.sh does, so a restart keeps what came
+# before).
 start() {
 	local name=$1
 	shift
-	setsid "$@" </dev/null >"$LOGS/$name.log" 2>&1 &
+	if [ "${LOG_APPEND:-0}" = 1 ]; then
+		echo "=== restarted $(date -u +%FT%TZ)" >>"$LOGS/$name.log"
+		setsid "$@" </dev/null >>"$LOGS/$name.log" 2>&1 &
+	else
+		setsid "$@" </dev/null >"$LOGS/$name.log" 2>&1 &
+	fi
 	echo $! >"$RUN/$name.pid"
 }
 

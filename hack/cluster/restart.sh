@@ -11,6 +11,7 @@
 # running); a node with a private mount namespace (I > 0) cannot restart its
 # containerd, which owns that namespace.
 set -euo pipefail
+LOG_APPEND=1 # keep the daemon's log from before the restart
 # shellcheck source=up.sh
 . "$(dirname "$0")/up.sh"
 
