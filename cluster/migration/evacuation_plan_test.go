@@ -96,6 +96,9 @@ func TestWantPDB(t *testing.T) {
 		}, 0},
 		{"migrating: both pods", ptr.To(v1.EvictionStrategyLiveMigrate), "", withState(nil), 2},
 		{"migration completed", ptr.To(v1.EvictionStrategyLiveMigrate), "", withState(func(s *v1.VirtualMachineInstanceMigrationState) { s.Completed = true }), 1},
+		{"being evacuated, target not named yet: both pods", ptr.To(v1.EvictionStrategyLiveMigrate), "", func(v *v1.VirtualMachineInstance) {
+			v.Status.EvacuationNodeName = "node0"
+		}, 2},
 		{"final VMI", ptr.To(v1.EvictionStrategyLiveMigrate), "", func(v *v1.VirtualMachineInstance) { v.Status.Phase = v1.Succeeded }, 0},
 	}
 	for _, tc := range tests {

@@ -96,6 +96,14 @@ func WantPDB(vm *v1.VirtualMachineInstance, clusterDefault v1.EvictionStrategy) 
 	if ms := vm.Status.MigrationState; ms != nil && ms.TargetPod != "" && !ms.Completed && !ms.Failed {
 		return 2
 	}
+	if vm.Status.EvacuationNodeName != "" {
+		// Being evacuated: its migration's target pod exists before the
+		// VMI names it (the migration is still Scheduling). Counted from
+		// the start, so that target pod turning Ready never frees the
+		// source for the drain's next eviction (CI saw a drained guest
+		// shut down that way).
+		return 2
+	}
 	return 1
 }
 
