@@ -204,19 +204,7 @@ func sigkill(t *testing.T, pod corev1.Pod, pid int) {
 
 // agentPod is the agent pod on the run's node.
 func (h *harness) agentPod(ctx context.Context) (corev1.Pod, error) {
-	pods, err := h.kube.CoreV1().Pods("nodevirt").List(ctx, metav1.ListOptions{
-		LabelSelector: "app.kubernetes.io/name=nodevirt-agent",
-		FieldSelector: "spec.nodeName=" + h.node.Name,
-	})
-	if err != nil {
-		return corev1.Pod{}, err
-	}
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil {
-			return p, nil
-		}
-	}
-	return corev1.Pod{}, fmt.Errorf("no agent pod on %s", h.node.Name)
+	return localcluster.FindAgentPod(ctx, h.kube, h.node.Name)
 }
 
 func ptrString(s *string) string {

@@ -28,21 +28,30 @@ func (c *Cluster) KubectlText(timeout time.Duration, stdin []byte, args ...strin
 }
 
 // AgentPod returns the nodevirt agent pod on node that is not being
-// deleted.
+// deleted, failing t when there is none.
 func AgentPod(t testing.TB, kube kubernetes.Interface, node string) corev1.Pod {
 	t.Helper()
-	pods, err := kube.CoreV1().Pods("nodevirt").List(context.Background(), metav1.ListOptions{
+	p, err := FindAgentPod(context.Background(), kube, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// FindAgentPod is AgentPod for callers that retry (or run outside the
+// test's goroutine): it returns the error instead.
+func FindAgentPod(ctx context.Context, kube kubernetes.Interface, node string) (corev1.Pod, error) {
+	pods, err := kube.CoreV1().Pods("nodevirt").List(ctx, metav1.ListOptions{
 		LabelSelector: "app.kubernetes.io/name=nodevirt-agent",
 		FieldSelector: "spec.nodeName=" + node,
 	})
 	if err != nil {
-		t.Fatal(fmt.Errorf("agent pods on %s: %w", node, err))
+		return corev1.Pod{}, fmt.Errorf("agent pods on %s: %w", node, err)
 	}
 	for _, p := range pods.Items {
 		if p.DeletionTimestamp == nil {
-			return p
+			return p, nil
 		}
 	}
-	t.Fatalf("no agent pod on %s", node)
-	return corev1.Pod{}
+	return corev1.Pod{}, fmt.Errorf("no agent pod on %s", node)
 }
