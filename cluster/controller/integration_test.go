@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,9 +59,48 @@ func TestIntegration(t *testing.T) {
 	t.Run("HeartbeatStaleOnArrival", func(t *testing.T) { testHeartbeatStaleOnArrival(t, c) })
 	t.Run("Metrics", func(t *testing.T) { testMetrics(t, addr) })
 	t.Run("NodeAPISigner", func(t *testing.T) { testSigner(t, c) })
-	var next *replica
-	t.Run("LeaderFailover", func(t *testing.T) { next = testFailover(t, c, leader) })
-	t.Run("BadConfigGivesUpLease", func(t *testing.T) { testBadConfig(t, c, next) })
+	t.Run("LeaderFailover", func(t *testing.T) { testFailover(t, c, leader) })
+	t.Run("BadConfigGivesUpLease", func(t *testing.T) { testBadConfig(t, c) })
+}
+
+// stopLeader stops the leading replica r with SIGTERM. A clean stop
+// releases the lease at once, but only after r's controllers stopped: a
+// successor must never work alongside a predecessor finishing a sync.
+func (c *cluster) stopLeader(t *testing.T, r *replica) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w, err := c.kube.CoordinationV1().Leases("nodevirt").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=nodevirt-controller"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	held := false
+	for ev := range w.ResultChan() {
+		l, ok := ev.Object.(*coordinationv1.Lease)
+		if !ok {
+			continue
+		}
+		if ptr.Deref(l.Spec.HolderIdentity, "") == r.id {
+			if !held {
+				held = true
+				r.signal(syscall.SIGTERM)
+			}
+			continue
+		}
+		if !held {
+			t.Fatalf("%s does not hold the lease (holder %q)", r.id, ptr.Deref(l.Spec.HolderIdentity, ""))
+		}
+		log, _ := os.ReadFile(r.logPath)
+		if !strings.Contains(string(log), "controllers stopped; releasing the lease") {
+			t.Errorf("the lease went from %s before its controllers stopped:\n%s", r.id, log)
+		}
+		break
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("%s did not release the lease", r.id)
+	}
+	<-r.exited
 }
 
 func (c *cluster) leaseHolder() string {
@@ -287,7 +327,7 @@ func testCrashLoop(t *testing.T, c *cluster) {
 	}
 }
 
-func testFailover(t *testing.T, c *cluster, a *replica) *replica {
+func testFailover(t *testing.T, c *cluster, a *replica) {
 	b := c.startReplica(t, "b")
 	// b stays a follower while a leads.
 	if h := c.leaseHolder(); h != "a" {
@@ -314,15 +354,13 @@ func testFailover(t *testing.T, c *cluster, a *replica) *replica {
 	ns := c.namespace(t, "failover")
 	c.createVM(t, newVM(ns, "vm", v1.RunStrategyAlways))
 	c.waitVMI(t, ns, "vm", "")
-	return b
+	// A clean stop hands the lease over at once, after the work stopped.
+	c.stopLeader(t, b)
 }
 
 // testBadConfig: a leader that cannot use its ConfigMap must not sit on the
 // lease doing nothing; it releases the lease and exits with an error.
-func testBadConfig(t *testing.T, c *cluster, b *replica) {
-	if b == nil {
-		t.Skip("no leader from the failover test")
-	}
+func testBadConfig(t *testing.T, c *cluster) {
 	ctx := context.Background()
 	cm, err := c.kube.CoreV1().ConfigMaps("nodevirt").Get(ctx, "nodevirt-config", metav1.GetOptions{})
 	if err != nil {
@@ -332,8 +370,6 @@ func testBadConfig(t *testing.T, c *cluster, b *replica) {
 	if _, err := c.kube.CoreV1().ConfigMaps("nodevirt").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	b.signal(syscall.SIGTERM) // a clean stop releases the lease at once
-	<-b.exited
 	bad := c.startReplica(t, "bad")
 	select {
 	case <-bad.exited:

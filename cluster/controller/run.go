@@ -76,89 +76,20 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 		d.Log.Info("serving health and metrics", "addr", ln.Addr().String())
 	}
 
-	var lost bool
-	var leading leaderState
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   cfg.LeaseDuration,
-		RenewDeadline:   cfg.RenewDeadline,
-		RetryPeriod:     cfg.RetryPeriod,
-		ReleaseOnCancel: true,
-		Name:            cfg.LeaseName,
-		WatchDog:        watchdog,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				d.Log.Info("became leader", "identity", cfg.Identity)
-				done := leading.start()
-				defer close(done)
-				if err := lead(ctx, cfg, d); err != nil && ctx.Err() == nil {
-					// Never hold the lease without working: give it up.
-					leading.fail(err)
-					cancel()
-				}
-			},
-			OnStoppedLeading: func() {
-				if ctx.Err() == nil && leading.err() == nil {
-					lost = true
-				}
-				cancel()
-			},
-			OnNewLeader: func(id string) { d.Log.Info("leader", "identity", id) },
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("leader election: %w", err)
-	}
-	elector.Run(ctx)
+	err := elected(ctx, leaderelection.LeaderElectionConfig{
+		Lock:          lock,
+		LeaseDuration: cfg.LeaseDuration,
+		RenewDeadline: cfg.RenewDeadline,
+		RetryPeriod:   cfg.RetryPeriod,
+		Name:          cfg.LeaseName,
+		WatchDog:      watchdog,
+	}, d.Log, func(ctx context.Context) error { return lead(ctx, cfg, d) })
 	cancel()
-	leading.wait()
 	wg.Wait()
-	switch {
-	case srvErr != nil:
+	if srvErr != nil {
 		return srvErr
-	case leading.err() != nil:
-		return fmt.Errorf("leading: %w", leading.err())
-	case lost:
-		return errors.New("lost the leader lease")
 	}
-	return nil
-}
-
-// leaderState lets Run wait for the controllers started by the leader
-// election callback (client-go does not wait for them) and see their error.
-type leaderState struct {
-	mu      sync.Mutex
-	done    chan struct{}
-	failure error
-}
-
-func (l *leaderState) start() chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.done = make(chan struct{})
-	return l.done
-}
-
-func (l *leaderState) fail(err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.failure = err
-}
-
-func (l *leaderState) err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.failure
-}
-
-// wait returns when the controllers have stopped (at once if they never ran).
-func (l *leaderState) wait() {
-	l.mu.Lock()
-	done := l.done
-	l.mu.Unlock()
-	if done != nil {
-		<-done
-	}
+	return err
 }
 
 func mux(watchdog *leaderelection.HealthzAdaptor, reg *prometheus.Registry) *http.ServeMux {

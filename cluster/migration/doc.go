@@ -76,8 +76,10 @@
 // A node with spec.unschedulable or the taint kubevirt.io/drain:NoSchedule
 // is evacuated: its Running VMIs with strategy LiveMigrate (or
 // LiveMigrateIfPossible and migratable) get status.evacuationNodeName and,
-// within the parallel limits, a VMIM kubevirt-evacuation-* annotated
-// kubevirt.io/evacuationMigration=<node>; a failed one is retried after 30 s.
+// within the parallel limits, a VMIM kubevirt-evacuation-<uid hash>-<attempt>
+// annotated kubevirt.io/evacuationMigration=<node>; a failed one is retried
+// after 30 s. The name is fixed per attempt, so a lagging cache or a new
+// leader never makes two.
 // [PlanEvacuation] is pure.
 //
 // Concurrency: each loop's queue never hands one key to two workers; the

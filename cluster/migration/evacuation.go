@@ -24,7 +24,7 @@ const (
 	// EvacuationAnnotation on a VMIM created by the evacuation loop names
 	// the node it empties (KubeVirt's spelling).
 	EvacuationAnnotation = "kubevirt.io/evacuationMigration"
-	// EvacuationPrefix starts the generated names of evacuation VMIMs.
+	// EvacuationPrefix starts the names of evacuation VMIMs.
 	EvacuationPrefix = "kubevirt-evacuation-"
 	// evacuationRecheck is how often a cordoned node with VMIs left is
 	// looked at again.
@@ -86,14 +86,21 @@ func (e *Evacuation) Sync(ctx context.Context, key string) error {
 			return err
 		}
 	}
-	for _, vm := range plan.Migrate {
+	for _, mig := range plan.Migrate {
+		vm := mig.VMI
 		m := &v1.VirtualMachineInstanceMigration{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: EvacuationPrefix, Namespace: vm.Namespace,
+			ObjectMeta: metav1.ObjectMeta{Name: mig.Name, Namespace: vm.Namespace,
 				Annotations: map[string]string{EvacuationAnnotation: node.Name}},
 			Spec: v1.VirtualMachineInstanceMigrationSpec{VMIName: vm.Name},
 		}
-		if _, err := e.Client.VirtualMachineInstanceMigrations(vm.Namespace).Create(ctx, m, metav1.CreateOptions{FieldManager: v1.ManagerMigrationController}); err != nil {
-			return fmt.Errorf("create evacuation vmim for vmi %s/%s: %w", vm.Namespace, vm.Name, err)
+		_, err := e.Client.VirtualMachineInstanceMigrations(vm.Namespace).Create(ctx, m, metav1.CreateOptions{FieldManager: v1.ManagerMigrationController})
+		if apierrors.IsAlreadyExists(err) {
+			// This attempt exists; the cache shows it soon.
+			plan.Pending = true
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("create evacuation vmim %s for vmi %s/%s: %w", mig.Name, vm.Namespace, vm.Name, err)
 		}
 	}
 	if plan.Pending && e.Queue != nil {

@@ -1,6 +1,10 @@
 package migration
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
 	"time"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
@@ -24,10 +28,16 @@ type EvacuationPlan struct {
 	// Mark are VMIs whose status.evacuationNodeName changes (to the node
 	// when cordoned, to "" when not).
 	Mark []*v1.VirtualMachineInstance
-	// Migrate are VMIs to create a VMIM for.
-	Migrate []*v1.VirtualMachineInstance
+	// Migrate are the VMIMs to create.
+	Migrate []EvacuationMigration
 	// Pending: VMIs are left to move; look again soon.
 	Pending bool
+}
+
+// EvacuationMigration is one VMIM to create: its VMI and its name.
+type EvacuationMigration struct {
+	VMI  *v1.VirtualMachineInstance
+	Name string
 }
 
 // PlanEvacuation decides which VMIs of a node to mark and migrate, within
@@ -37,7 +47,14 @@ func PlanEvacuation(in EvacuationInput) EvacuationPlan {
 	var cluster, node uint32
 	busy := map[string]bool{}          // namespace/vmi with a migration not ended
 	lastFail := map[string]time.Time{} // namespace/vmi → latest failed evacuation
+	attempts := map[string]int{}       // namespace/name prefix → highest attempt
 	for _, m := range in.Migrations {
+		if i := strings.LastIndexByte(m.Name, '-'); i > 0 {
+			if n, err := strconv.Atoi(m.Name[i+1:]); err == nil {
+				k := m.Namespace + "/" + m.Name[:i+1]
+				attempts[k] = max(attempts[k], n)
+			}
+		}
 		key := m.Namespace + "/" + m.Spec.VMIName
 		if !isFinal(m.Status.Phase) {
 			busy[key] = true
@@ -71,7 +88,8 @@ func PlanEvacuation(in EvacuationInput) EvacuationPlan {
 		if busy[key] || in.Now.Sub(lastFail[key]) < in.Backoff || cluster >= in.PerCluster || node >= in.PerNode {
 			continue
 		}
-		p.Migrate = append(p.Migrate, vm)
+		prefix := evacuationPrefix(vm)
+		p.Migrate = append(p.Migrate, EvacuationMigration{VMI: vm, Name: prefix + strconv.Itoa(attempts[vm.Namespace+"/"+prefix]+1)})
 		cluster++
 		node++
 	}
@@ -100,4 +118,21 @@ func phaseTime(m *v1.VirtualMachineInstanceMigration, p v1.VirtualMachineInstanc
 		}
 	}
 	return time.Time{}
+}
+
+// evacuationPrefix starts the names of a VMI's evacuation VMIMs, which end
+// in the attempt number. The names are fixed so that creating one twice
+// (a cache that lags, a leader that just took over) yields one VMIM: a
+// cache missing the latest attempt names it again and the API server
+// refuses the copy. The VMI's UID keeps a VMI recreated under the same
+// name apart.
+func evacuationPrefix(vm *v1.VirtualMachineInstance) string {
+	return EvacuationPrefix + uidHash(vm) + "-"
+}
+
+// uidHash is a short stable stand-in for a VMI's UID in the names of what
+// the migration controller creates for it.
+func uidHash(vm *v1.VirtualMachineInstance) string {
+	sum := sha256.Sum256([]byte(vm.UID))
+	return hex.EncodeToString(sum[:])[:10]
 }

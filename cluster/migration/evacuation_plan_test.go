@@ -70,8 +70,58 @@ func TestPlanEvacuation(t *testing.T) {
 			if diff := cmp.Diff(tc.wantMark, names(p.Mark)); diff != "" {
 				t.Errorf("mark (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantMigrate, names(p.Migrate)); diff != "" {
+			var migrate []string
+			for _, m := range p.Migrate {
+				migrate = append(migrate, m.VMI.Name)
+			}
+			if diff := cmp.Diff(tc.wantMigrate, migrate); diff != "" {
 				t.Errorf("migrate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestEvacuationNames: an evacuation VMIM's name is fixed by the VMI's UID
+// and the attempt, so a sync whose cache misses the latest attempt names
+// it again (the API server refuses the copy) instead of making a second.
+func TestEvacuationNames(t *testing.T) {
+	vm := runningVMI(func(v *v1.VirtualMachineInstance) {
+		v.Name, v.UID = "x", "uid-1"
+		v.Spec.EvictionStrategy = ptr.To(v1.EvictionStrategyLiveMigrate)
+	})
+	other := vm.DeepCopy()
+	other.UID = "uid-2"
+	prefix := evacuationPrefix(vm)
+	failed := func(name string) *v1.VirtualMachineInstanceMigration {
+		return &v1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: vm.Namespace, Name: name,
+			Annotations: map[string]string{EvacuationAnnotation: "a"}},
+			Spec:   v1.VirtualMachineInstanceMigrationSpec{VMIName: "x"},
+			Status: v1.VirtualMachineInstanceMigrationStatus{Phase: v1.MigrationFailed}}
+	}
+	now := time.Now()
+	tests := []struct {
+		name string
+		vmi  *v1.VirtualMachineInstance
+		migs []*v1.VirtualMachineInstanceMigration
+		want string
+	}{
+		{"first attempt", vm, nil, prefix + "1"},
+		{"after two failed", vm, []*v1.VirtualMachineInstanceMigration{failed(prefix + "1"), failed(prefix + "2")}, prefix + "3"},
+		{"the oldest garbage collected", vm, []*v1.VirtualMachineInstanceMigration{failed(prefix + "2")}, prefix + "3"},
+		{"same name, new VMI", other, []*v1.VirtualMachineInstanceMigration{failed(prefix + "1")}, evacuationPrefix(other) + "1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := PlanEvacuation(EvacuationInput{Node: "a", Cordoned: true, VMIs: []*v1.VirtualMachineInstance{tc.vmi}, Migrations: tc.migs,
+				PerCluster: 5, PerNode: 2, Now: now, Backoff: 0})
+			if len(p.Migrate) != 1 {
+				t.Fatalf("migrate %d VMIs, want 1", len(p.Migrate))
+			}
+			if got := p.Migrate[0].Name; got != tc.want {
+				t.Errorf("name %q, want %q", got, tc.want)
+			}
+			if len(tc.want) > 63 {
+				t.Errorf("name %q longer than 63", tc.want)
 			}
 		})
 	}

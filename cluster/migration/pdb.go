@@ -17,8 +17,10 @@ import (
 	listers "github.com/nodevirt/nodevirt/cluster/client/listers/api/v1"
 )
 
-// PDBPrefix starts the generated name of a VMI's PodDisruptionBudget
-// (KubeVirt's spelling).
+// PDBPrefix starts the name of a VMI's PodDisruptionBudget (KubeVirt's
+// spelling); a hash of the VMI's UID ends it, so that creating it twice (a
+// lagging cache, a new leader) yields one budget: two budgets over one pod
+// make the eviction API refuse it.
 const PDBPrefix = "kubevirt-disruption-budget-"
 
 // DisruptionBudgets keeps one PodDisruptionBudget per VMI that must not be
@@ -72,7 +74,8 @@ func (b *DisruptionBudgets) Sync(ctx context.Context, key string) error {
 	if want == 0 || len(have) > 0 {
 		return nil
 	}
-	if _, err := api.Create(ctx, RenderPDB(vm, want), metav1.CreateOptions{FieldManager: v1.ManagerMigrationController}); err != nil {
+	_, err = api.Create(ctx, RenderPDB(vm, want), metav1.CreateOptions{FieldManager: v1.ManagerMigrationController})
+	if err != nil && !apierrors.IsAlreadyExists(err) { // one exists: the cache shows it soon
 		return fmt.Errorf("create pdb of vmi %s: %w", key, err)
 	}
 	return nil
@@ -112,7 +115,7 @@ func RenderPDB(vm *v1.VirtualMachineInstance, minAvailable int) *policyv1.PodDis
 	sel := map[string]string{v1.CreatedByLabel: string(vm.UID)}
 	return &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{
-			GenerateName:    PDBPrefix,
+			Name:            PDBPrefix + uidHash(vm),
 			Namespace:       vm.Namespace,
 			Labels:          sel,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vm, v1.SchemeGroupVersion.WithKind(v1.KindVMI))},
