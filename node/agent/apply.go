@@ -181,7 +181,7 @@ func (a *Agent) launch(ctx context.Context, o *Observation) error {
 	}
 	spec, err := convert.Build(convert.Input{
 		VMI:            o.VMI,
-		Node:           convert.NodeFacts{KVM: a.deps.KVM},
+		Node:           convert.NodeFacts{KVM: podKVM(a.deps.KVM, o.Pod)},
 		AllowEmulation: a.cfg.AllowEmulation,
 		Interfaces:     nics(o.Record.Interfaces),
 		Paths:          launchspec.DefaultPaths(),
