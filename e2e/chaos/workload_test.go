@@ -74,6 +74,9 @@ func (h *harness) step(ctx context.Context, kind, vm string, deadline time.Durat
 	s := Step{At: began.Sub(h.start), Kind: kind, VM: vm, Took: time.Since(began)}
 	if err != nil {
 		s.Err = fmt.Sprintf("not done within %v: %v", deadline, err)
+		if kind == "create" || kind == "start" {
+			s.Err += " — " + h.whyNotRunning(context.WithoutCancel(ctx), vm)
+		}
 		h.violate(fmt.Sprintf("workload %s: %s %s", vm, kind, s.Err))
 	}
 	h.mu.Lock()
