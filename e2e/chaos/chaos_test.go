@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
@@ -40,6 +41,7 @@ type harness struct {
 	node    localcluster.Node
 	kube    kubernetes.Interface
 	virt    versioned.Interface
+	rc      *rest.Config
 	start   time.Time
 
 	mu         sync.Mutex
@@ -76,7 +78,8 @@ func TestChaos(t *testing.T) {
 	h.startResidents(t)
 	ctx, stop := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
+	go func() { defer wg.Done(); h.consoleResidents(ctx, h.rc) }()
 	go func() { defer wg.Done(); h.watchResidents(ctx) }()
 	go func() { defer wg.Done(); h.probeResidents(ctx) }()
 	go func() { defer wg.Done(); h.churn(ctx) }()
@@ -119,7 +122,7 @@ func setUp(t *testing.T) *harness {
 	rc.QPS, rc.Burst = 50, 100
 	rc.Timeout = 15 * time.Second // an API outage fails calls instead of hanging them
 	h := &harness{
-		root: root, cluster: c, node: c.Nodes[0], start: time.Now(),
+		root: root, cluster: c, node: c.Nodes[0], start: time.Now(), rc: rc,
 		kube: kubernetes.NewForConfigOrDie(rc), virt: versioned.NewForConfigOrDie(rc),
 		residents: map[string]baseline{}, launchers: map[string]bool{}, violations: map[string]bool{},
 	}
