@@ -81,6 +81,7 @@ type CPU struct {
 }
 
 // Memory is the guest's memory.
+// +kubebuilder:validation:XValidation:rule="!has(self.guest) || quantity(string(self.guest)).compareTo(quantity('1Mi')) >= 0",fieldPath=".guest",message="must be at least 1Mi",reason=FieldValueInvalid
 type Memory struct {
 	// Guest is the memory the guest sees.
 	// +optional
