@@ -76,10 +76,12 @@ func TestChaos(t *testing.T) {
 	t.Logf("chaos: seed %d, %d faults on %s", cfg.Seed, len(schedule), h.node.Name)
 
 	h.startResidents(t)
+	h.startMigrant(t)
 	ctx, stop := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
-	wg.Add(4)
-	go func() { defer wg.Done(); h.consoleResidents(ctx, h.rc) }()
+	wg.Add(5)
+	go func() { defer wg.Done(); h.migrate(ctx) }()
+	go func() { defer wg.Done(); h.consoleResidents(ctx) }()
 	go func() { defer wg.Done(); h.watchResidents(ctx) }()
 	go func() { defer wg.Done(); h.probeResidents(ctx) }()
 	go func() { defer wg.Done(); h.churn(ctx) }()
@@ -106,15 +108,16 @@ func TestChaos(t *testing.T) {
 	h.finish(t)
 }
 
-// setUp deploys nodevirt on the local cluster (localcluster.Deployed) and
-// creates the run's namespace.
+// setUp deploys nodevirt on a two-node local cluster
+// (localcluster.DeployedNodes) and creates the run's namespace. The faults
+// hit the first node; the migrant moves between both.
 func setUp(t *testing.T) *harness {
 	t.Helper()
 	root, err := localcluster.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := localcluster.Deployed(t, testenv.LogWriter(t))
+	c := localcluster.DeployedNodes(t, testenv.LogWriter(t), 2) // the second for the migrant
 	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -22,18 +23,12 @@ const consoleOutageMax = 2 * time.Minute
 // the stream; virtctl's user would reconnect). Every opened console must
 // echo a typed line. It records the opens and each resident's longest
 // time without a working console until ctx ends.
-func (h *harness) consoleResidents(ctx context.Context, rc *rest.Config) {
-	tlsCfg, err := rest.TLSConfigFor(rc)
+func (h *harness) consoleResidents(ctx context.Context) {
+	d, header, base, err := h.consoleDialer()
 	if err != nil {
-		h.violate(fmt.Sprintf("console: TLS config: %v", err))
+		h.violate(fmt.Sprintf("console: %v", err))
 		return
 	}
-	header := http.Header{}
-	if rc.BearerToken != "" {
-		header.Set("Authorization", "Bearer "+rc.BearerToken)
-	}
-	d := &websocket.Dialer{TLSClientConfig: tlsCfg, Subprotocols: []string{"plain.kubevirt.io"}, HandshakeTimeout: 15 * time.Second}
-	base := "wss" + strings.TrimPrefix(rc.Host, "https") + "/apis/subresources.kubevirt.io/v1/namespaces/" + namespace + "/virtualmachineinstances/"
 	done := make(chan struct{})
 	for name := range h.residents {
 		go func() {
@@ -44,6 +39,54 @@ func (h *harness) consoleResidents(ctx context.Context, rc *rest.Config) {
 	for range h.residents {
 		<-done
 	}
+}
+
+// consoleDialer dials VMI consoles through the cluster as virtctl does:
+// the websocket, its header and the URL every VMI's name and "/console"
+// complete.
+func (h *harness) consoleDialer() (*websocket.Dialer, http.Header, string, error) {
+	tlsCfg, err := rest.TLSConfigFor(h.rc)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("TLS config: %w", err)
+	}
+	header := http.Header{}
+	if h.rc.BearerToken != "" {
+		header.Set("Authorization", "Bearer "+h.rc.BearerToken)
+	}
+	d := &websocket.Dialer{TLSClientConfig: tlsCfg, Subprotocols: []string{"plain.kubevirt.io"}, HandshakeTimeout: 15 * time.Second}
+	base := "wss" + strings.TrimPrefix(h.rc.Host, "https") + "/apis/subresources.kubevirt.io/v1/namespaces/" + namespace + "/virtualmachineinstances/"
+	return d, header, base, nil
+}
+
+// consoleRun types command on VMI name's serial console and returns what
+// the guest printed once it matches want (within 20 s).
+func (h *harness) consoleRun(ctx context.Context, name, command string, want *regexp.Regexp) (string, error) {
+	d, header, base, err := h.consoleDialer()
+	if err != nil {
+		return "", err
+	}
+	ws, resp, err := d.DialContext(ctx, base+name+"/console", header)
+	if err != nil {
+		if resp != nil {
+			resp.Body.Close()
+			return "", fmt.Errorf("console of %s: %w (HTTP %d)", name, err, resp.StatusCode)
+		}
+		return "", fmt.Errorf("console of %s: %w", name, err)
+	}
+	defer ws.Close()
+	if err := ws.WriteMessage(websocket.BinaryMessage, []byte(command+"\n")); err != nil {
+		return "", err
+	}
+	_ = ws.SetReadDeadline(time.Now().Add(20 * time.Second))
+	var seen strings.Builder
+	for !want.MatchString(seen.String()) {
+		_, msg, err := ws.ReadMessage()
+		if err != nil {
+			return "", fmt.Errorf("console of %s: no answer to %q: %w (read %q)", name, command, err, seen.String())
+		}
+		seen.Write(msg)
+	}
+	return seen.String(), nil
 }
 
 // console keeps one resident's console working until ctx ends.

@@ -3,13 +3,18 @@
 // process, of a launcher and of a QEMU, of the controller leader, kubelet
 // and containerd restarts, a kube-apiserver outage, the agent's store
 // filesystem filled up (a tmpfs of its own on the local cluster) —
-// injected while a workload runs (VMs created, paused, unpaused, their run
-// strategy flipped, deleted), with invariants checked after every fault:
+// injected into the first of two nodes while a workload runs (VMs
+// created, paused, unpaused, their run strategy flipped, deleted; the
+// residents' serial consoles held open through the cluster; a migrant VM
+// live-migrated between the nodes), with invariants checked after every
+// fault:
 //
 //   - every resident VM (never a fault's target) still runs in the same
 //     QEMU process, the same VMI, not rebooted, not paused;
 //   - a VM whose launcher or QEMU was killed comes back (runStrategy
 //     Always), and nothing else changed;
+//   - the migrant's guest survives every migration, and a failed one has
+//     a fault to explain it;
 //   - every workload step finishes within its deadline (every create
 //     Running, every delete gone: no stuck finalizer);
 //   - the agent's records agree with the API server (no live record of a

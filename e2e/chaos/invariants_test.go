@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/e2e/localcluster"
 	"github.com/nodevirt/nodevirt/node/api"
 	"github.com/nodevirt/nodevirt/store"
 )
@@ -81,7 +82,12 @@ func (h *harness) recordsAgree(ctx context.Context) error {
 
 // records are the agent's records through its node API socket.
 func (h *harness) records(ctx context.Context) ([]store.Record, error) {
-	c := api.NewClient(filepath.Join(h.node.Dir, "nodevirt", "agent.sock"))
+	return recordsOf(ctx, h.node)
+}
+
+// recordsOf are node n's agent's records.
+func recordsOf(ctx context.Context, n localcluster.Node) ([]store.Record, error) {
+	c := api.NewClient(filepath.Join(n.Dir, "nodevirt", "agent.sock"))
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return c.Domains(ctx)
@@ -93,6 +99,7 @@ func (h *harness) records(ctx context.Context) ([]store.Record, error) {
 func (h *harness) finalChecks(t *testing.T) {
 	t.Helper()
 	ctx := t.Context()
+	h.checkMigrations()
 	if v := h.checkResidents(ctx); len(v) > 0 {
 		for _, x := range v {
 			h.violate("at the end: " + x)
@@ -122,14 +129,16 @@ func (h *harness) finalChecks(t *testing.T) {
 		}
 		return nil
 	})
-	check("no live record left", func() error {
-		recs, err := h.records(ctx)
-		if err != nil {
-			return err
-		}
-		for _, r := range recs {
-			if !r.IsGone() && r.Namespace == namespace {
-				return fmt.Errorf("live record %s/%s (%s)", r.Name, r.UID, r.Observed.Phase)
+	check("no live record left on any node", func() error {
+		for _, n := range h.cluster.Nodes {
+			recs, err := recordsOf(ctx, n)
+			if err != nil {
+				return err
+			}
+			for _, r := range recs {
+				if !r.IsGone() && r.Namespace == namespace {
+					return fmt.Errorf("live record %s/%s (%s) on %s", r.Name, r.UID, r.Observed.Phase, n.Name)
+				}
 			}
 		}
 		return nil

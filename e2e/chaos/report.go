@@ -40,6 +40,22 @@ type Step struct {
 	Err  string        `json:"err,omitempty"`
 }
 
+// Migration is one live migration of the migrant VM.
+type Migration struct {
+	// At is when it was requested, from the start of the run.
+	At    time.Duration `json:"at"`
+	Name  string        `json:"name"`
+	From  string        `json:"from"`
+	To    string        `json:"to,omitempty"`
+	Phase string        `json:"phase"`
+	// Took is from the request until the migration ended.
+	Took   time.Duration `json:"took"`
+	Reason string        `json:"reason,omitempty"`
+	// Fault is the fault that explains a failure (a failure without one
+	// is a violation).
+	Fault string `json:"fault,omitempty"`
+}
+
 // Report is a chaos run's record, written as docs/chaos.md and
 // docs/chaos.json by make chaos.
 type Report struct {
@@ -64,6 +80,8 @@ type Report struct {
 	ConsoleOutageMax time.Duration `json:"consoleOutageMax"`
 	Outcomes         []Outcome     `json:"outcomes"`
 	Steps            []Step        `json:"steps"`
+	// Migrations are the migrant's live migrations (two nodes or more).
+	Migrations []Migration `json:"migrations,omitempty"`
 	// Violations are every broken invariant: the faults', the
 	// workload's and the final checks'.
 	Violations []string `json:"violations,omitempty"`
@@ -209,6 +227,7 @@ func (r *Report) Markdown() string {
 	}
 	b.WriteString("\nA step's time runs from the request until it took effect in the API server (create: VMI Running; " +
 		"pause: Paused=True; stop and delete: the VMI gone), faults included.\n")
+	b.WriteString(r.migrationsMarkdown())
 	if len(r.Violations) > 0 {
 		b.WriteString("\n## Violations\n\n")
 		for _, v := range r.Violations {
@@ -230,6 +249,10 @@ every fault the harness checks, and counts as a violation when broken:
   of a fault ending it;
 - the victim VM, whose launcher or QEMU a fault killed, ends that VMI and boots a
   successor (runStrategy Always, after KubeVirt's crash-loop backoff);
+- the migrant VM, live-migrated between the two nodes again and again, keeps its VMI
+  Running and its guest (the same kernel boot ID, read through its console) after
+  every migration; each migration ends within 4 minutes, and one that fails must
+  have a fault injected while it ran (or in the minute before) to explain it;
 - the agent's records agree with the API server within a minute: no live record of a
   VMI that is gone or final, no Running VMI of the node without a live record;
 - the node is never marked unschedulable (a SIGKILLed agent is back long before the
@@ -251,4 +274,38 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[(len(s)-1)/2]
+}
+
+// migrationsMarkdown summarizes the migrant's migrations: how many ended
+// how, how long they took, and each failure with the fault explaining it.
+func (r *Report) migrationsMarkdown() string {
+	if len(r.Migrations) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	var took []time.Duration
+	var failed []Migration
+	for _, m := range r.Migrations {
+		if m.Phase == "Succeeded" {
+			took = append(took, m.Took)
+		} else {
+			failed = append(failed, m)
+		}
+	}
+	fmt.Fprintf(&b, "\n## Live migrations\n\nThe migrant VM was live-migrated between the nodes %d times, through the faults: "+
+		"%d succeeded, %d failed.", len(r.Migrations), len(took), len(failed))
+	if len(took) > 0 {
+		fmt.Fprintf(&b, " A successful one took p50 %v, max %v (request to Succeeded).", median(took).Round(10*time.Millisecond),
+			slices.Max(took).Round(10*time.Millisecond))
+	}
+	b.WriteString(" Its guest never rebooted and its VMI stayed the same and Running throughout (checked after each).\n")
+	for _, m := range failed {
+		why := m.Fault
+		if why == "" {
+			why = "no fault explains it (a violation)"
+		}
+		fmt.Fprintf(&b, "- %s at %v, %s → %s, %s after %v: %s — %s\n", m.Name, m.At.Round(time.Second), m.From, m.To, m.Phase,
+			m.Took.Round(10*time.Millisecond), m.Reason, why)
+	}
+	return b.String()
 }

@@ -84,3 +84,34 @@ func TestReport_JSONRoundTrip(t *testing.T) {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 }
+
+func TestReport_Migrations(t *testing.T) {
+	r := sampleReport()
+	if strings.Contains(r.Markdown(), "Live migrations") {
+		t.Error("a run without migrations reports them")
+	}
+	r.Migrations = []Migration{
+		{Name: "m-1", From: "n0", To: "n1", Phase: "Succeeded", Took: 3 * time.Second},
+		{Name: "m-2", From: "n1", To: "n0", Phase: "Succeeded", Took: 5 * time.Second},
+		{Name: "m-3", From: "n0", To: "n1", Phase: "Failed", Reason: "target agent gone", Fault: "fault 2 (agent-sigkill, at 1m0s)"},
+		{Name: "m-4", From: "n1", To: "n0", Phase: "Failed", Reason: "boom"},
+	}
+	md := r.Markdown()
+	for _, want := range []string{"4 times", "2 succeeded, 2 failed", "p50 3s, max 5s",
+		"m-3 at 0s, n0 → n1, Failed after 0s: target agent gone — fault 2 (agent-sigkill, at 1m0s)",
+		"m-4 at 0s, n1 → n0, Failed after 0s: boom — no fault explains it (a violation)"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestFaultDuring(t *testing.T) {
+	outcomes := []Outcome{{Fault: Fault{Seq: 1}, At: 10 * time.Second}, {Fault: Fault{Seq: 2}, At: 50 * time.Second}}
+	if o, ok := faultDuring(outcomes, 40*time.Second, 60*time.Second); !ok || o.Seq != 2 {
+		t.Errorf("faultDuring(40s, 60s) = %d, %v; want fault 2", o.Seq, ok)
+	}
+	if _, ok := faultDuring(outcomes, 11*time.Second, 49*time.Second); ok {
+		t.Error("faultDuring(11s, 49s) found a fault")
+	}
+}

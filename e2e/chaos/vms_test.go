@@ -33,10 +33,14 @@ type baseline struct {
 	qemu int
 }
 
-// vmManifest is a runStrategy Always VM of the test guest on the run's
-// node: masquerade on the pod network (its guest serves HTTP on port 80)
+// vmManifest is a runStrategy Always VM of the test guest on node ("":
+// any): masquerade on the pod network (its guest serves HTTP on port 80)
 // and a guest that keeps writing a scratch disk.
-func (h *harness) vmManifest(name, role string) []byte {
+func (h *harness) vmManifest(name, role, node string) []byte {
+	selector := ""
+	if node != "" {
+		selector = fmt.Sprintf("nodeSelector: {kubernetes.io/hostname: %s}", node)
+	}
 	return fmt.Appendf(nil, `apiVersion: kubevirt.io/v1
 kind: VirtualMachine
 metadata: {name: %[1]s, namespace: %[2]s, labels: {chaos-role: %[3]s}}
@@ -45,7 +49,7 @@ spec:
   template:
     metadata: {labels: {chaos-vm: %[1]s}}
     spec:
-      nodeSelector: {kubernetes.io/hostname: %[4]s}
+      %[4]s
       terminationGracePeriodSeconds: 5
       domain:
         memory: {guest: 128Mi}
@@ -70,7 +74,7 @@ spec:
             ( while :; do dd if=/dev/urandom of=/dev/vdb bs=64k count=16 conv=fsync 2>/dev/null; sleep 1; done ) </dev/null >/dev/null 2>&1 &
       - name: scratch
         emptyDisk: {capacity: 16Mi}
-`, name, namespace, role, h.node.Name)
+`, name, namespace, role, selector)
 }
 
 // startResidents starts the residents and the victim and takes the
@@ -86,7 +90,7 @@ func (h *harness) startResidents(t *testing.T) {
 		if n == victim {
 			role = victim
 		}
-		if _, err := h.cluster.KubectlText(time.Minute, h.vmManifest(n, role), "apply", "-f", "-"); err != nil {
+		if _, err := h.cluster.KubectlText(time.Minute, h.vmManifest(n, role, h.node.Name), "apply", "-f", "-"); err != nil {
 			t.Fatal(err)
 		}
 	}

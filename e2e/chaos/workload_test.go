@@ -86,7 +86,7 @@ func (h *harness) step(ctx context.Context, kind, vm string, deadline time.Durat
 }
 
 func (h *harness) create(name string) error {
-	_, err := h.cluster.KubectlText(30*time.Second, h.vmManifest(name, "churn"), "apply", "-f", "-")
+	_, err := h.cluster.KubectlText(30*time.Second, h.vmManifest(name, "churn", h.node.Name), "apply", "-f", "-")
 	return err
 }
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
 // Deployed is a single-node suite's cluster: it takes the cluster lock,
@@ -21,6 +23,15 @@ import (
 // Cleanups release the lock and stop a cluster it started, unless
 // NODEVIRT_E2E_KEEP=1. Progress goes to log.
 func Deployed(t *testing.T, log io.Writer) *Cluster {
+	t.Helper()
+	return DeployedNodes(t, log, 1)
+}
+
+// DeployedNodes is Deployed for a suite that needs at least nodes nodes:
+// a running cluster with fewer belongs to someone else, and the suite
+// fails (testenv.Require) asking for it to be stopped first; a cluster it
+// starts has that many nodes.
+func DeployedNodes(t *testing.T, log io.Writer, nodes int) *Cluster {
 	t.Helper()
 	root, err := RepoRoot()
 	if err != nil {
@@ -46,13 +57,17 @@ func Deployed(t *testing.T, log io.Writer) *Cluster {
 	c, err := Load(dir)
 	switch {
 	case err == nil:
-		t.Logf("reusing the local cluster in %s", dir)
+		if len(c.Nodes) < nodes {
+			testenv.Require(t, false, fmt.Sprintf("a local cluster with %d nodes (the one running in %s has %d)", nodes, dir, len(c.Nodes)),
+				fmt.Sprintf("cluster-down; make cluster-up NODES=%d", nodes))
+		}
+		t.Logf("reusing the local cluster in %s (%d nodes)", dir, len(c.Nodes))
 		if err := runIn(ctx, log, root, "make", "--no-print-directory", "images"); err != nil {
 			t.Fatalf("make images: %v", err)
 		}
 	case errors.Is(err, ErrNotRunning):
 		t.Logf("starting a local cluster in %s", dir)
-		c, err = Up(ctx, Config{Dir: dir, Log: log})
+		c, err = Up(ctx, Config{Dir: dir, Nodes: nodes, Log: log})
 		if err != nil {
 			t.Fatal(err)
 		}
