@@ -1,9 +1,11 @@
 # The chaos harness (issue 18, e2e/chaos): a seeded schedule of faults —
 # agent, launcher, QEMU and controller-leader SIGKILLs, kubelet and
 # containerd restarts, a kube-apiserver outage, the agent's store filesystem
-# filled up — on the local cluster
-# while VMs are created, paused, stopped, started and deleted, with the
-# invariants checked after every fault. make test runs a CI-sized run (20
+# filled up — on the first node of a two-node local cluster while VMs are
+# created, paused, stopped, started and deleted, the residents' consoles
+# are held open and a migrant VM is live-migrated between the nodes, with
+# the invariants checked after every fault. A running one-node cluster is
+# refused (make cluster-down first). make test runs a CI-sized run (20
 # agent kills, one of each other fault); make chaos the full one.
 
 .PHONY: chaos
