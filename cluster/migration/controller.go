@@ -96,8 +96,8 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 }
 
 func (c *Controller) observe(ctx context.Context, m *v1.VirtualMachineInstanceMigration) (Observed, error) {
-	o := Observed{VMIM: m, Now: c.d.Now(),
-		UnschedulableTimeout: c.d.Config.UnschedulableTimeout, PendingTimeout: c.d.Config.PendingTimeout}
+	o := Observed{VMIM: m, Now: c.d.Now()}
+	o.UnschedulableTimeout, o.PendingTimeout = podTimeouts(m, c.d.Config)
 	vm, err := c.d.VMIs.VirtualMachineInstances(m.Namespace).Get(m.Spec.VMIName)
 	if apierrors.IsNotFound(err) {
 		return o, nil

@@ -39,7 +39,9 @@
 //
 // Failed: the source reported failed, the target pod was deleted or ended,
 // it was unschedulable for 5 minutes or not running 15 minutes after its
-// creation, the VMI stopped, or the VMIM was deleted before the migration
+// creation (KubeVirt's annotations kubevirt.io/migrationUnschedulablePodTimeoutSeconds
+// and kubevirt.io/migrationPendingPodTimeoutSeconds on the VMIM change
+// both, per migration), the VMI stopped, or the VMIM was deleted before the migration
 // started. The target pod is deleted, the target label and the target's
 // activePods entry removed; if the agents already knew of the migration,
 // abortRequested is set so the source never starts it. Deleting a VMIM

@@ -27,10 +27,18 @@ func (h *harness) whyNotRunning(ctx context.Context, name string) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "VMI %s phase %q", vmi.Name, vmi.Status.Phase)
+	b.WriteString(h.describePods(ctx, vmi))
+	return b.String()
+}
+
+// describePods describes vmi's launcher pods (the source and any
+// migration target): phase, node, unmet conditions, waiting or ended
+// containers, and the latest events of the VMI and of each pod.
+func (h *harness) describePods(ctx context.Context, vmi *v1.VirtualMachineInstance) string {
+	var b strings.Builder
 	pods, err := h.kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: v1.CreatedByLabel + "=" + string(vmi.UID)})
 	if err != nil {
-		fmt.Fprintf(&b, "; pods: %v", err)
-		return b.String()
+		return fmt.Sprintf("; pods: %v", err)
 	}
 	if len(pods.Items) == 0 {
 		b.WriteString("; no launcher pod")

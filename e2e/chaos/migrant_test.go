@@ -85,7 +85,11 @@ func (h *harness) migrate(ctx context.Context) {
 		h.report.Migrations = append(h.report.Migrations, m)
 		h.mu.Unlock()
 		if m.Phase != string(v1.MigrationSucceeded) && m.Phase != string(v1.MigrationFailed) {
-			h.violate(fmt.Sprintf("migrant: migration %s (%s → %s) not ended within %v: phase %s", m.Name, m.From, m.To, migrateDeadline, m.Phase))
+			why := ""
+			if vmi, err := h.virt.KubevirtV1().VirtualMachineInstances(namespace).Get(context.WithoutCancel(ctx), migrant, metav1.GetOptions{}); err == nil {
+				why = h.describePods(context.WithoutCancel(ctx), vmi)
+			}
+			h.violate(fmt.Sprintf("migrant: migration %s (%s → %s) not ended within %v: phase %s%s", m.Name, m.From, m.To, migrateDeadline, m.Phase, why))
 			return
 		}
 		// The guest lives on: same VMI, Running, not rebooted.
@@ -131,7 +135,10 @@ func (h *harness) migrateOnce(ctx context.Context, uid types.UID) (Migration, bo
 		}
 		m.From = vmi.Status.NodeName
 		vmim, err = h.virt.KubevirtV1().VirtualMachineInstanceMigrations(namespace).Create(ctx, &v1.VirtualMachineInstanceMigration{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: "chaos-migrate-"},
+			// A target pod that cannot start fails the migration well
+			// within its deadline (KubeVirt's 5 and 15 minutes are longer).
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "chaos-migrate-", Annotations: map[string]string{
+				migration.AnnotationUnschedulableTimeout: "60", migration.AnnotationPendingTimeout: "120"}},
 			Spec:       v1.VirtualMachineInstanceMigrationSpec{VMIName: migrant},
 		}, metav1.CreateOptions{})
 		return err
