@@ -60,7 +60,16 @@ func (h *harness) startMigrant(t *testing.T) {
 // within migrateDeadline is a violation. Failures are judged at the end
 // (checkMigrations), against the faults injected meanwhile.
 func (h *harness) migrate(ctx context.Context) {
-	first, err := h.bootID(ctx)
+	// The guest may still be booting (what is typed before its console
+	// shell runs is lost): retry, as after each migration.
+	var first string
+	err := await(ctx, 2*time.Minute, func() (err error) {
+		first, err = h.bootID(ctx)
+		return err
+	})
+	if ctx.Err() != nil {
+		return
+	}
 	if err != nil {
 		h.violate(fmt.Sprintf("migrant: boot ID: %v", err))
 		return
