@@ -148,7 +148,7 @@ func (h *harness) migrateOnce(ctx context.Context, uid types.UID) (Migration, bo
 			// within its deadline (KubeVirt's 5 and 15 minutes are longer).
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "chaos-migrate-", Annotations: map[string]string{
 				migration.AnnotationUnschedulableTimeout: "60", migration.AnnotationPendingTimeout: "120"}},
-			Spec:       v1.VirtualMachineInstanceMigrationSpec{VMIName: migrant},
+			Spec: v1.VirtualMachineInstanceMigrationSpec{VMIName: migrant},
 		}, metav1.CreateOptions{})
 		return err
 	})
