@@ -70,28 +70,17 @@ func TestChaos(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	// The migrant (a VM live-migrated between two nodes throughout) is in
-	// make chaos, not yet in the CI-sized run: it finds a migration left in
-	// Scheduling with its target pod Running (open, see docs/chaos.md).
-	withMigrant := os.Getenv("NODEVIRT_CHAOS_MIGRANT") == "1"
-	h := setUp(t, withMigrant)
+	h := setUp(t)
 	h.report.Seed = cfg.Seed
 	schedule := Schedule(cfg)
 	t.Logf("chaos: seed %d, %d faults on %s", cfg.Seed, len(schedule), h.node.Name)
 
 	h.startResidents(t)
-	if withMigrant {
-		h.startMigrant(t)
-	}
+	h.startMigrant(t)
 	ctx, stop := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Add(5)
-	go func() {
-		defer wg.Done()
-		if withMigrant {
-			h.migrate(ctx)
-		}
-	}()
+	go func() { defer wg.Done(); h.migrate(ctx) }()
 	go func() { defer wg.Done(); h.consoleResidents(ctx) }()
 	go func() { defer wg.Done(); h.watchResidents(ctx) }()
 	go func() { defer wg.Done(); h.probeResidents(ctx) }()
@@ -122,17 +111,13 @@ func TestChaos(t *testing.T) {
 // setUp deploys nodevirt on a two-node local cluster
 // (localcluster.DeployedNodes) and creates the run's namespace. The faults
 // hit the first node; the migrant moves between both.
-func setUp(t *testing.T, withMigrant bool) *harness {
+func setUp(t *testing.T) *harness {
 	t.Helper()
 	root, err := localcluster.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := 1
-	if withMigrant {
-		nodes = 2 // the second for the migrant
-	}
-	c := localcluster.DeployedNodes(t, testenv.LogWriter(t), nodes)
+	c := localcluster.DeployedNodes(t, testenv.LogWriter(t), 2)
 	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)

@@ -5,11 +5,9 @@
 // filesystem filled up (a tmpfs of its own on the local cluster) —
 // injected into the first node while a workload runs (VMs created,
 // paused, unpaused, their run strategy flipped, deleted; the residents'
-// serial consoles held open through the cluster; with
-// NODEVIRT_CHAOS_MIGRANT=1, as make chaos sets, a migrant VM live-migrated
-// between two nodes — not yet in the CI-sized run: it finds a migration
-// left in Scheduling with its target pod Running, an open bug), with
-// invariants checked after every fault:
+// serial consoles held open through the cluster; a migrant VM
+// live-migrated between the two nodes), with invariants checked after
+// every fault:
 //
 //   - every resident VM (never a fault's target) still runs in the same
 //     QEMU process, the same VMI, not rebooted, not paused;

@@ -101,9 +101,12 @@ func (h *harness) migrate(ctx context.Context) {
 			h.violate(fmt.Sprintf("migrant: migration %s (%s → %s) not ended within %v: phase %s%s", m.Name, m.From, m.To, migrateDeadline, m.Phase, why))
 			return
 		}
-		// The guest lives on: same VMI, Running, not rebooted.
-		err := await(context.WithoutCancel(ctx), time.Minute, func() error {
-			vmi, err := h.virt.KubevirtV1().VirtualMachineInstances(namespace).Get(ctx, migrant, metav1.GetOptions{})
+		// The guest lives on: same VMI, Running, not rebooted. This is
+		// checked even when the run ended during the migration, so every
+		// call uses a context the run's end does not cancel.
+		live := context.WithoutCancel(ctx)
+		err := await(live, time.Minute, func() error {
+			vmi, err := h.virt.KubevirtV1().VirtualMachineInstances(namespace).Get(live, migrant, metav1.GetOptions{})
 			switch {
 			case err != nil:
 				return err
@@ -112,7 +115,7 @@ func (h *harness) migrate(ctx context.Context) {
 			case vmi.Status.Phase != v1.Running:
 				return fmt.Errorf("VMI phase %q", vmi.Status.Phase)
 			}
-			id, err := h.bootID(ctx)
+			id, err := h.bootID(live)
 			if err != nil {
 				return err
 			}
@@ -161,9 +164,11 @@ func (h *harness) migrateOnce(ctx context.Context, uid types.UID) (Migration, bo
 	}
 	m.Name = vmim.Name
 	// Once created, the migration is followed to its end even after the
-	// run ended: none is left behind.
-	_ = await(context.WithoutCancel(ctx), time.Until(began.Add(migrateDeadline)), func() error {
-		got, err := h.virt.KubevirtV1().VirtualMachineInstanceMigrations(namespace).Get(ctx, vmim.Name, metav1.GetOptions{})
+	// run ended (with a context the run's end does not cancel): none is
+	// left behind.
+	follow := context.WithoutCancel(ctx)
+	_ = await(follow, time.Until(began.Add(migrateDeadline)), func() error {
+		got, err := h.virt.KubevirtV1().VirtualMachineInstanceMigrations(namespace).Get(follow, vmim.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

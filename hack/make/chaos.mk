@@ -10,6 +10,6 @@
 
 .PHONY: chaos
 chaos: cluster-packages cluster-binaries images ## Full chaos run on the local cluster (CHAOS_SEED, CHAOS_AGENT_KILLS default 200, CHAOS_EACH default 3); report in docs/chaos.{md,json}.
-	NODEVIRT_CHAOS_MIGRANT=1 NODEVIRT_CHAOS_SEED=$(or $(CHAOS_SEED),1) NODEVIRT_CHAOS_AGENT_KILLS=$(or $(CHAOS_AGENT_KILLS),200) \
+	NODEVIRT_CHAOS_SEED=$(or $(CHAOS_SEED),1) NODEVIRT_CHAOS_AGENT_KILLS=$(or $(CHAOS_AGENT_KILLS),200) \
 		NODEVIRT_CHAOS_EACH=$(or $(CHAOS_EACH),3) NODEVIRT_CHAOS_REPORT=$(CURDIR)/docs \
 		$(GO) test -count=1 -v -timeout 4h -run 'TestChaos' ./e2e/chaos/
