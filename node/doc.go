@@ -13,8 +13,11 @@
 //	node/migration   the agents' mTLS channel carrying a live migration's streams
 //	node/unixsock    unix sockets at paths longer than sun_path (kubelet pod dirs)
 //
-// cmd/nodevirt-agent runs the reconcile loop, the heartbeat and the device
-// plugins side by side; if one of them stops, the process exits.
+// cmd/nodevirt-agent runs the reconcile loop, the heartbeat and its
+// servers side by side; if one of them stops, the process exits. The
+// device plugins run in a process of their own, cmd/nodevirt-deviceplugins
+// (a second container of the agent's pod), so that they outlive agent
+// restarts: the kubelet takes a dead plugin's devices away at once.
 //
 // # Phases
 //

@@ -66,6 +66,7 @@ var extras = []extra{
 	{19, "TPMKernelRefused", testTPMKernelRefused},
 	{19, "ReplicaSetScale", testReplicaSetScale},
 	{19, "Pool", testPool},
+	{18, "DevicesOutliveAgent", testDevicesOutliveAgent},
 	{23, "PodShape", testPodShape},
 	// Last: it redeploys nodevirt on the fallback shape and back.
 	{23, "PodShapeFallback", testPodShapeFallback},
