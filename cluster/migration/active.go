@@ -37,6 +37,11 @@ func planActive(o Observed, r Result) Result {
 	if r.Status.Phase == v1.MigrationScheduling {
 		r.setPhase(v1.MigrationScheduled, o.Now)
 	}
+	if msg, after := targetReadyOverdue(o, r.Status, ms); msg != "" {
+		return r.fail(o, ReasonTargetNotReady, msg)
+	} else if after > 0 {
+		r.RequeueAfter = after
+	}
 	if r.Status.Phase == v1.MigrationScheduled || (r.Status.Phase == v1.MigrationPreparingTarget && ms == nil) {
 		r.prepare(o)
 		r.setPhase(v1.MigrationPreparingTarget, o.Now)

@@ -19,6 +19,7 @@ const (
 	ReasonTargetPodFailed   = "TargetPodFailed"
 	ReasonUnschedulable     = "TargetPodUnschedulable"
 	ReasonPendingTimeout    = "TargetPodPendingTimeout"
+	ReasonTargetNotReady    = "TargetNotReady"
 	ReasonMigrationFailed   = "MigrationFailed"
 	ReasonAborted           = "MigrationAborted"
 )

@@ -97,6 +97,12 @@ func TestPlan(t *testing.T) {
 		Reason: corev1.PodReasonUnschedulable, LastTransitionTime: metav1.NewTime(now.Add(-6 * time.Minute))}}
 	stuck := pod("t", "", corev1.PodPending)
 	stuck.CreationTimestamp = metav1.NewTime(now.Add(-16 * time.Minute))
+	preparingFor := func(d time.Duration) *v1.VirtualMachineInstanceMigration {
+		m := vmim(v1.MigrationPreparingTarget)
+		m.Status.PhaseTransitionTimestamps = []v1.VirtualMachineInstanceMigrationPhaseTransitionTimestamp{
+			{Phase: v1.MigrationPreparingTarget, PhaseTransitionTimestamp: metav1.NewTime(now.Add(-d))}}
+		return m
+	}
 	tests := []struct {
 		name string
 		o    Observed
@@ -130,6 +136,14 @@ func TestPlan(t *testing.T) {
 		{"target pod failed after the agents knew: abort, label removed", observed(vmim(v1.MigrationPreparingTarget), runningVMI(withState(nil)), pod("t", "b", corev1.PodFailed)),
 			want{phase: v1.MigrationFailed, reason: ReasonTargetPodFailed, deletePod: true, abort: true, nodeName: "a",
 				labels: map[string]*string{v1.MigrationTargetNodeNameLabel: nil}}},
+		{"target preparing within progressTimeout: wait", observed(preparingFor(time.Minute), runningVMI(withState(nil)), pod("t", "b", corev1.PodRunning)),
+			want{phase: v1.MigrationPreparingTarget, requeue: true}},
+		{"target not ready after progressTimeout: Failed, abort", observed(preparingFor(151*time.Second), runningVMI(withState(nil)), pod("t", "b", corev1.PodRunning)),
+			want{phase: v1.MigrationFailed, reason: ReasonTargetNotReady, deletePod: true, abort: true, nodeName: "a",
+				labels: map[string]*string{v1.MigrationTargetNodeNameLabel: nil}}},
+		{"target ready late: no deadline once ready", observed(preparingFor(time.Hour), runningVMI(withState(func(s *v1.VirtualMachineInstanceMigrationState) {
+			s.TargetNodeAddress, s.TargetNodeDomainReadyTimestamp = "x:1", ptr.To(metav1.NewTime(now))
+		})), pod("t", "b", corev1.PodRunning)), want{phase: v1.MigrationTargetReady}},
 		{"target ready", observed(vmim(v1.MigrationPreparingTarget), runningVMI(withState(func(s *v1.VirtualMachineInstanceMigrationState) {
 			s.TargetNodeAddress, s.TargetNodeDomainReadyTimestamp = "x:1", ptr.To(metav1.NewTime(now))
 		})), pod("t", "b", corev1.PodRunning)), want{phase: v1.MigrationTargetReady}},

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 )
 
 // targetPodProblem says why the target pod fails the migration (it was
@@ -49,4 +51,46 @@ func targetPodName(vmiName, migrationUID string) string {
 		name = name[:240]
 	}
 	return name + "-mig-" + suffix
+}
+
+// targetReadyOverdue bounds the target's preparation: once the migration
+// is PreparingTarget, the target agent has the migration's progressTimeout
+// (default 150 s) to report its domain ready (targetNodeAddress and
+// targetNodeDomainReadyTimestamp). A target that never gets there — its
+// launcher lost while the agent restarted, its node gone silent — would
+// otherwise hold the VMI's one migration slot for ever. It returns the
+// failure message when overdue, else how long until the deadline (0: no
+// deadline runs).
+func targetReadyOverdue(o Observed, s v1.VirtualMachineInstanceMigrationStatus, ms *v1.VirtualMachineInstanceMigrationState) (string, time.Duration) {
+	if s.Phase != v1.MigrationPreparingTarget || (ms != nil && ms.TargetNodeDomainReadyTimestamp != nil) {
+		return "", 0
+	}
+	var since time.Time
+	for _, t := range s.PhaseTransitionTimestamps {
+		if t.Phase == v1.MigrationPreparingTarget {
+			since = t.PhaseTransitionTimestamp.Time
+		}
+	}
+	if since.IsZero() {
+		return "", 0
+	}
+	timeout := time.Duration(v1.DefaultProgressTimeout) * time.Second
+	if p := o.Migration.ProgressTimeout; p != nil && *p > 0 {
+		timeout = time.Duration(*p) * time.Second
+	}
+	left := since.Add(timeout).Sub(o.Now)
+	if left <= 0 {
+		return fmt.Sprintf("the target on %s did not get its domain ready within %s (progressTimeout)", targetNode(o, ms), timeout), 0
+	}
+	return "", left
+}
+
+func targetNode(o Observed, ms *v1.VirtualMachineInstanceMigrationState) string {
+	switch {
+	case ms != nil && ms.TargetNode != "":
+		return ms.TargetNode
+	case o.TargetPod != nil:
+		return o.TargetPod.Spec.NodeName
+	}
+	return "its node"
 }

@@ -18,6 +18,13 @@ import (
 //
 //   - events on: MIGRATION events wake the sync at every status change,
 //     no polling needed to see completion or failure.
+//   - return-path on, at both ends: the source completes only once the
+//     target has loaded the whole state (its SHUT message comes back on
+//     the stream). Without it the source calls a migration complete when
+//     its last byte is in the channel; a target lost after that (its
+//     agent, which pipes the stream, killed) fails to load, and the guest
+//     is lost at both ends. With it that migration fails and the guest
+//     goes on at the source.
 //   - auto-converge only when migrationConfiguration.allowAutoConverge:
 //     it throttles the guest's vCPUs, which is the workload's cost.
 //   - the guest runs during the transfer (PreCopy) under KVM and is
@@ -48,6 +55,7 @@ func sourceCapabilities(ms *v1.VirtualMachineInstanceMigrationState, disks bool)
 	}
 	return []qmp.MigrationCapability{
 		{Capability: "events", State: true},
+		{Capability: "return-path", State: true},
 		{Capability: "auto-converge", State: autoConverge},
 		{Capability: "pause-before-switchover", State: disks},
 	}
@@ -56,7 +64,7 @@ func sourceCapabilities(ms *v1.VirtualMachineInstanceMigrationState, disks bool)
 // targetCapabilities are the capabilities the target sets before
 // migrate-incoming: the ones both ends must agree on, and events.
 func targetCapabilities(*v1.VirtualMachineInstanceMigrationState) []qmp.MigrationCapability {
-	return []qmp.MigrationCapability{{Capability: "events", State: true}}
+	return []qmp.MigrationCapability{{Capability: "events", State: true}, {Capability: "return-path", State: true}}
 }
 
 // sourceParameters are the parameters the source sets before migrate.
