@@ -160,6 +160,15 @@ func planTarget(o *Observation) Plan {
 			p.Actions = append(p.Actions, ActIncoming)
 		case o.Runtime.RunState != "" && o.Runtime.RunState != qmp.RunStateInMigrate && !ms.TargetNodeDomainDetected:
 			if o.Runtime.RunState == qmp.RunStatePaused && !o.Record.Intent.Paused {
+				// The state arrived, but only the source knows whether
+				// the migration completed: a source whose switch-over
+				// failed or was cancelled resumes the guest there. The
+				// guest runs here once the source said completed, and
+				// is reported detected only then, so the controller
+				// never hands over a guest that stands still.
+				if !ms.Completed {
+					break
+				}
 				p.Actions = append(p.Actions, ActResumeArrived)
 			}
 			p.Actions = append(p.Actions, ActTargetDetected)

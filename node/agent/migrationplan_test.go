@@ -77,8 +77,14 @@ func TestPlan_MigrationTarget(t *testing.T) {
 		o:    obs(v1.Running, incomingTo, withQEMU, targetRec(migReady), reported),
 		want: Plan{Actions: []ActionKind{ActTargetDetected}},
 	}, {
-		name: "ArrivedPausedIsResumed",
+		name: "ArrivedPausedWaitsForTheSourcesVerdict",
 		o:    obs(v1.Running, incomingTo, withQEMU, targetRec(migReady), reported, runState("paused")),
+		want: Plan{Requeue: pollStopping},
+	}, {
+		name: "ArrivedPausedIsResumedOnceTheSourceCompleted",
+		o: obs(v1.Running, incomingTo, withQEMU, targetRec(migReady), reported, runState("paused"), func(o *Observation) {
+			o.VMI.Status.MigrationState.Completed = true
+		}),
 		want: Plan{Actions: []ActionKind{ActResumeArrived, ActTargetDetected}},
 	}, {
 		name: "ArrivedPausedByTheUserStaysPaused",

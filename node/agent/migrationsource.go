@@ -251,6 +251,15 @@ func (a *Agent) followMigration(ctx context.Context, o *Observation, ms *v1.Virt
 		// Without the proxy (this agent restarted) the streams are cut:
 		// the in-flight path below cancels instead.
 		if err := a.switchOver(ctx, o, mon); err != nil {
+			// A migration that left pre-switchover meanwhile (an earlier
+			// migrate-continue got through) is on its way to its end:
+			// cancelling it now could leave the guest running at both
+			// ends. Only one still held is cancelled.
+			if now, qerr := mon.QueryMigrate(ctx); qerr == nil && now.Status != qmp.MigrationPreSwitch {
+				a.log.Warn("switch-over: the migration left pre-switchover already; following it", "vmi", o.name(),
+					"uid", o.UID, "status", now.Status, "err", err)
+				return nil
+			}
 			reason := "finish the disk mirrors: " + err.Error()
 			if err := a.update(ctx, o, func(r *store.Record) error {
 				r.Migration.State, r.Migration.Reason = migAborting, reason
