@@ -112,12 +112,18 @@ func evacuable(vm *v1.VirtualMachineInstance, def v1.EvictionStrategy) bool {
 }
 
 func phaseTime(m *v1.VirtualMachineInstanceMigration, p v1.VirtualMachineInstanceMigrationPhase) time.Time {
-	for _, t := range m.Status.PhaseTransitionTimestamps {
+	return statusPhaseTime(m.Status, p)
+}
+
+// statusPhaseTime is when s last entered phase p (zero: never).
+func statusPhaseTime(s v1.VirtualMachineInstanceMigrationStatus, p v1.VirtualMachineInstanceMigrationPhase) time.Time {
+	var at time.Time
+	for _, t := range s.PhaseTransitionTimestamps {
 		if t.Phase == p {
-			return t.PhaseTransitionTimestamp.Time
+			at = t.PhaseTransitionTimestamp.Time
 		}
 	}
-	return time.Time{}
+	return at
 }
 
 // evacuationPrefix starts the names of a VMI's evacuation VMIMs, which end

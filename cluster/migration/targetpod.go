@@ -65,19 +65,11 @@ func targetReadyOverdue(o Observed, s v1.VirtualMachineInstanceMigrationStatus, 
 	if s.Phase != v1.MigrationPreparingTarget || (ms != nil && ms.TargetNodeDomainReadyTimestamp != nil) {
 		return "", 0
 	}
-	var since time.Time
-	for _, t := range s.PhaseTransitionTimestamps {
-		if t.Phase == v1.MigrationPreparingTarget {
-			since = t.PhaseTransitionTimestamp.Time
-		}
-	}
+	since := statusPhaseTime(s, v1.MigrationPreparingTarget)
 	if since.IsZero() {
 		return "", 0
 	}
-	timeout := time.Duration(v1.DefaultProgressTimeout) * time.Second
-	if p := o.Migration.ProgressTimeout; p != nil && *p > 0 {
-		timeout = time.Duration(*p) * time.Second
-	}
+	timeout := time.Duration(*o.Migration.ProgressTimeout) * time.Second
 	left := since.Add(timeout).Sub(o.Now)
 	if left <= 0 {
 		return fmt.Sprintf("the target on %s did not get its domain ready within %s (progressTimeout)", targetNode(o, ms), timeout), 0
