@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,7 +86,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		return fmt.Errorf("list vms of %s: %w", key, err)
 	}
 	now := c.d.Now()
-	res := Plan(Observed{Pool: p, VMs: vms, Settled: c.expect.Settled(key), Now: now})
+	res := Plan(Observed{Pool: p, VMs: vms, Settled: c.expect.Settled(key), Now: now, Shuffle: rand.Shuffle})
 	actErr := c.apply(ctx, key, p, res)
 	status := res.Status
 	if reason := failureReason(actErr); reason != "" {

@@ -15,20 +15,24 @@
 //   - scale out: create VMs named <pool>-<i>, the lowest indexes no VM of
 //     the namespace uses first (KubeVirt's naming), from the template's
 //     labels, annotations and spec;
-//   - scale in: delete the highest indexes first, in the foreground
-//     (KubeVirt's propagation: a VM stays, and counts, until its VMI is
-//     gone). KubeVirt v1.6 picks at random unless
-//     spec.scaleInStrategy.proactive.selectionPolicy.basePolicy is
-//     DescendingOrder; nodevirt always uses DescendingOrder and does not
-//     serve scaleInStrategy (strict field validation rejects it).
+//   - scale in: delete the VMs spec.scaleInStrategy.proactive.selectionPolicy
+//     picks (KubeVirt v1.6's policies): Random, the default, shuffles the
+//     VMs and deletes the first ones; DescendingOrder deletes the highest
+//     indexes first. Deletion is in the foreground (KubeVirt's
+//     propagation: a VM stays, and counts, until its VMI is gone).
+//
+// spec.nameGeneration is accepted with KubeVirt's meaning (append the
+// index to configMap and secret volume names); nodevirt refuses those
+// volume kinds at admission, so no reference of an accepted template
+// changes today.
 //
 // A pool never adopts orphan VMs (neither does KubeVirt's). VMs being
 // deleted count as replicas and toward a scale-in. At most [BurstReplicas]
 // creates or deletes per sync; creates and deletes are recorded in
 // reconcile.Expectations and the pool does not scale until the VM informer
 // has shown them. Paused (spec.paused) and deleted pools neither create
-// nor delete. Not implemented (absent from the schema): nameGeneration,
-// maxUnavailable and the rollout of template changes to existing VMs
+// nor delete. Not implemented (absent from the schema): maxUnavailable
+// and the rollout of template changes to existing VMs
 // (KubeVirt updates them through ControllerRevisions); a template change
 // applies to VMs created afterwards.
 //

@@ -149,7 +149,12 @@ func TestPool(t *testing.T) {
 	e := startEnv(t)
 	ctx := context.Background()
 	pools := e.kv.PoolV1alpha1().VirtualMachinePools(e.ns)
-	p, err := pools.Create(ctx, newPool("db", 0), metav1.CreateOptions{FieldValidation: "Strict"})
+	db := newPool("db", 0)
+	descending := poolv1.VirtualMachinePoolBasePolicyDescendingOrder
+	db.Spec.ScaleInStrategy = &poolv1.VirtualMachinePoolScaleInStrategy{Proactive: &poolv1.VirtualMachinePoolProactiveScaleInStrategy{
+		SelectionPolicy: &poolv1.VirtualMachinePoolSelectionPolicy{BasePolicy: &descending}}}
+	db.Spec.NameGeneration = &poolv1.VirtualMachinePoolNameGeneration{AppendIndexToConfigMapRefs: ptr.To(true), AppendIndexToSecretRefs: ptr.To(true)}
+	p, err := pools.Create(ctx, db, metav1.CreateOptions{FieldValidation: "Strict"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +182,7 @@ func TestPool(t *testing.T) {
 		t.Errorf("scale status %+v, want 3 replicas, selector kubevirt.io/vmpool=db", scale.Status)
 	}
 
-	// Scale-in removes the highest indexes.
+	// Scale-in removes the highest indexes (DescendingOrder).
 	scale.Spec.Replicas = 1
 	if _, err := pools.UpdateScale(ctx, "db", scale, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -222,10 +227,53 @@ func TestPool(t *testing.T) {
 		e.waitVMs(t, p, 0, "db-0", "db-1", "db-2")
 	})
 
+	t.Run("ScaleInRandomByDefault", func(t *testing.T) {
+		r, err := pools.Create(ctx, newPool("web", 4), metav1.CreateOptions{FieldValidation: "Strict"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := []string{"web-0", "web-1", "web-2", "web-3"}
+		e.waitVMs(t, r, 0, all...)
+		e.scalePatch(t, "web", 2)
+		var left []string
+		testenv.Eventually(t, 30*time.Second, "web scaled in to 2", func() (bool, error) {
+			left = left[:0]
+			list, err := e.kv.KubevirtV1().VirtualMachines(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io/vmpool=web"})
+			if err != nil {
+				return false, err
+			}
+			for _, vm := range list.Items {
+				if vm.DeletionTimestamp == nil {
+					left = append(left, vm.Name)
+				}
+			}
+			return len(left) == 2, fmt.Errorf("VMs left: %v", left)
+		})
+		slices.Sort(left)
+		e.waitVMs(t, r, 0, left...)
+		t.Logf("random scale-in kept %v of %v", left, all)
+	})
+
 	t.Run("Validation", func(t *testing.T) {
+		oldest := newPool("oldest", 1)
+		policy := poolv1.VirtualMachinePoolBasePolicy("Oldest")
+		oldest.Spec.ScaleInStrategy = &poolv1.VirtualMachinePoolScaleInStrategy{Proactive: &poolv1.VirtualMachinePoolProactiveScaleInStrategy{
+			SelectionPolicy: &poolv1.VirtualMachinePoolSelectionPolicy{BasePolicy: &policy}}}
+		_, err := pools.Create(ctx, oldest, metav1.CreateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.scaleInStrategy.proactive.selectionPolicy.basePolicy") {
+			t.Errorf("basePolicy Oldest: err %v, want Invalid naming spec.scaleInStrategy.proactive.selectionPolicy.basePolicy", err)
+		}
+		unavailable := []byte(`{"apiVersion":"pool.kubevirt.io/v1alpha1","kind":"VirtualMachinePool","metadata":{"name":"rollout"},` +
+			`"spec":{"maxUnavailable":1,"selector":{"matchLabels":{"a":"b"}},"virtualMachineTemplate":{"metadata":{"labels":{"a":"b"}},"spec":{}}}}`)
+		err = e.kv.PoolV1alpha1().RESTClient().Post().Namespace(e.ns).Resource("virtualmachinepools").
+			Param("fieldValidation", "Strict").Body(unavailable).Do(ctx).Error()
+		if err == nil || !strings.Contains(err.Error(), "maxUnavailable") {
+			t.Errorf("maxUnavailable: err %v, want a refusal naming spec.maxUnavailable", err)
+		}
+
 		bad := newPool("bad", 1)
 		bad.Spec.VirtualMachineTemplate.ObjectMeta.Labels = map[string]string{"app": "other"}
-		_, err := pools.Create(ctx, bad, metav1.CreateOptions{})
+		_, err = pools.Create(ctx, bad, metav1.CreateOptions{})
 		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.selector") {
 			t.Errorf("selector not matching the template: err %v, want Invalid naming spec.selector", err)
 		}

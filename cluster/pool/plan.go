@@ -20,19 +20,24 @@ const BurstReplicas = 250
 
 // Observed is what a sync sees: the pool, every VM of its namespace
 // (informer cache), whether earlier creates and deletes have all reached
-// the cache, and the time.
+// the cache, the time, and the randomness of a Random scale-in.
 type Observed struct {
 	Pool    *poolv1.VirtualMachinePool
 	VMs     []*v1.VirtualMachine
 	Settled bool
 	Now     time.Time
+	// Shuffle permutes n elements (rand.Shuffle's signature); a Random
+	// scale-in deletes the first VMs of the shuffled list. Nil: no
+	// shuffle (the VMs' order as observed).
+	Shuffle func(n int, swap func(i, j int))
 }
 
 // Result is what a sync should do.
 type Result struct {
 	// Create are the names of the VMs to create, lowest index first.
 	Create []string
-	// Delete are the VMs to delete, highest index first.
+	// Delete are the VMs to delete: random ones, or the highest indexes
+	// first (DescendingOrder).
 	Delete []*v1.VirtualMachine
 	// Release are owned VMs the selector no longer matches.
 	Release []*v1.VirtualMachine
@@ -46,7 +51,9 @@ type Result struct {
 // UID) that its selector matches, including VMs being deleted (KubeVirt's
 // rule: a VM that is going still takes its index until it is gone).
 // Scale-out names new VMs <pool>-<i> with the lowest i no VM of the
-// namespace uses; scale-in deletes the highest indexes first.
+// namespace uses; scale-in deletes VMs the pool's selection policy picks:
+// at random (Random, the default) or the highest indexes first
+// (DescendingOrder).
 func Plan(o Observed) Result {
 	p := o.Pool
 	status := *p.Status.DeepCopy()
@@ -76,7 +83,7 @@ func Plan(o Observed) Result {
 		case diff < 0:
 			r.Create = freeNames(p.Name, o.VMs, min(-diff, BurstReplicas))
 		case diff > 0:
-			r.Delete = scaleIn(mine, min(diff, BurstReplicas))
+			r.Delete = scaleIn(mine, min(diff, BurstReplicas), p.Spec.ScaleInPolicy(), o.Shuffle)
 		}
 	}
 	status.Replicas = int32(len(mine))
@@ -87,10 +94,10 @@ func Plan(o Observed) Result {
 	return r
 }
 
-// scaleIn picks n VMs to delete, highest index first. VMs already being
+// scaleIn picks n VMs to delete in the order of policy. VMs already being
 // deleted count toward n (they are on their way out) and are not deleted
 // again.
-func scaleIn(vms []*v1.VirtualMachine, n int) []*v1.VirtualMachine {
+func scaleIn(vms []*v1.VirtualMachine, n int, policy poolv1.VirtualMachinePoolBasePolicy, shuffle func(int, func(i, j int))) []*v1.VirtualMachine {
 	var eligible []*v1.VirtualMachine
 	for _, vm := range vms {
 		if vm.DeletionTimestamp == nil {
@@ -101,9 +108,14 @@ func scaleIn(vms []*v1.VirtualMachine, n int) []*v1.VirtualMachine {
 	if n <= 0 {
 		return nil
 	}
-	sort.SliceStable(eligible, func(i, j int) bool {
-		return Index(eligible[i].Name) > Index(eligible[j].Name)
-	})
+	switch {
+	case policy == poolv1.VirtualMachinePoolBasePolicyDescendingOrder:
+		sort.SliceStable(eligible, func(i, j int) bool {
+			return Index(eligible[i].Name) > Index(eligible[j].Name)
+		})
+	case shuffle != nil:
+		shuffle(len(eligible), func(i, j int) { eligible[i], eligible[j] = eligible[j], eligible[i] })
+	}
 	return eligible[:min(n, len(eligible))]
 }
 

@@ -61,11 +61,25 @@ func vmNames(vms []*v1.VirtualMachine) []string {
 
 func TestPlan(t *testing.T) {
 	paused := func(p *poolv1.VirtualMachinePool) { p.Spec.Paused = true }
+	policy := func(b poolv1.VirtualMachinePoolBasePolicy) func(*poolv1.VirtualMachinePool) {
+		return func(p *poolv1.VirtualMachinePool) {
+			p.Spec.ScaleInStrategy = &poolv1.VirtualMachinePoolScaleInStrategy{Proactive: &poolv1.VirtualMachinePoolProactiveScaleInStrategy{
+				SelectionPolicy: &poolv1.VirtualMachinePoolSelectionPolicy{BasePolicy: &b}}}
+		}
+	}
+	descending := policy(poolv1.VirtualMachinePoolBasePolicyDescendingOrder)
+	// reverse is a deterministic "shuffle": it reverses the list.
+	reverse := func(n int, swap func(i, j int)) {
+		for i := 0; i < n/2; i++ {
+			swap(i, n-1-i)
+		}
+	}
 	tests := []struct {
 		name            string
 		pool            *poolv1.VirtualMachinePool
 		vms             []*v1.VirtualMachine
 		unsettled       bool
+		shuffle         func(int, func(i, j int))
 		create          []string
 		del, release    []string
 		replicas, ready int32
@@ -75,9 +89,19 @@ func TestPlan(t *testing.T) {
 			create: []string{"pool-1", "pool-3"}, replicas: 2, ready: 1},
 		{name: "NameTakenByForeignVMSkipped", pool: testPool(1), vms: []*v1.VirtualMachine{vm("pool-0", notOwned)},
 			create: []string{"pool-1"}},
-		{name: "ScaleInHighestFirst", pool: testPool(1), vms: []*v1.VirtualMachine{vm("pool-10"), vm("pool-0"), vm("pool-2"), vm("pool-1")},
+		{name: "ScaleInDescendingOrder", pool: testPool(1, descending), shuffle: reverse,
+			vms: []*v1.VirtualMachine{vm("pool-10"), vm("pool-0"), vm("pool-2"), vm("pool-1")},
 			del: []string{"pool-10", "pool-2", "pool-1"}, replicas: 4},
-		{name: "DeletingCountsTowardScaleIn", pool: testPool(1), vms: []*v1.VirtualMachine{vm("pool-0"), vm("pool-1"), vm("pool-2", goingAway)},
+		{name: "ScaleInRandomByDefault", pool: testPool(2), shuffle: reverse,
+			vms: []*v1.VirtualMachine{vm("pool-3"), vm("pool-0"), vm("pool-2"), vm("pool-1")},
+			del: []string{"pool-1", "pool-2"}, replicas: 4},
+		{name: "ScaleInRandomExplicit", pool: testPool(3, policy(poolv1.VirtualMachinePoolBasePolicyRandom)), shuffle: reverse,
+			vms: []*v1.VirtualMachine{vm("pool-3"), vm("pool-0"), vm("pool-2"), vm("pool-1")},
+			del: []string{"pool-1"}, replicas: 4},
+		{name: "DeletingCountsTowardScaleIn", pool: testPool(1, descending), vms: []*v1.VirtualMachine{vm("pool-0"), vm("pool-1"), vm("pool-2", goingAway)},
+			del: []string{"pool-1"}, replicas: 3},
+		{name: "DeletingNotPickedAgainAtRandom", pool: testPool(1), shuffle: reverse,
+			vms: []*v1.VirtualMachine{vm("pool-0"), vm("pool-1"), vm("pool-2", goingAway)},
 			del: []string{"pool-1"}, replicas: 3},
 		{name: "Steady", pool: testPool(2), vms: []*v1.VirtualMachine{vm("pool-0", readyVM), vm("pool-1", readyVM)}, replicas: 2, ready: 2},
 		{name: "Paused", pool: testPool(5, paused), vms: []*v1.VirtualMachine{vm("pool-0")}, replicas: 1},
@@ -88,7 +112,7 @@ func TestPlan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := tt.pool.DeepCopy()
-			r := Plan(Observed{Pool: tt.pool, VMs: tt.vms, Settled: !tt.unsettled, Now: t0})
+			r := Plan(Observed{Pool: tt.pool, VMs: tt.vms, Settled: !tt.unsettled, Now: t0, Shuffle: tt.shuffle})
 			type out struct {
 				Create, Delete, Release []string
 				Replicas, Ready         int32

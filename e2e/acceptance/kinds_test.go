@@ -286,7 +286,9 @@ func (s *suite) waitSetVMIs(t *testing.T, name string, n int, timeout time.Durat
 }
 
 // testPool: a VirtualMachinePool of two VMs named <pool>-0 and <pool>-1
-// runs both; scaled in to one with kubectl scale, it keeps <pool>-0.
+// runs both; scaled in to one with kubectl scale, it keeps <pool>-0 (its
+// scale-in policy is DescendingOrder; the default, Random, is covered by
+// cluster/pool's integration test).
 func testPool(t *testing.T, s *suite) {
 	const name = "e2e-pool"
 	s.apply(t, []byte(fmt.Sprintf(`apiVersion: pool.kubevirt.io/v1alpha1
@@ -294,6 +296,9 @@ kind: VirtualMachinePool
 metadata: {name: %[1]s}
 spec:
   replicas: 2
+  scaleInStrategy:
+    proactive:
+      selectionPolicy: {basePolicy: DescendingOrder}
   selector:
     matchLabels: {e2e-pool: %[1]s}
   virtualMachineTemplate:

@@ -12,7 +12,8 @@ const VirtualMachinePoolKind = "VirtualMachinePool"
 
 // VirtualMachinePool keeps spec.replicas VirtualMachines created from one
 // template, named <pool>-<index>: scale-out takes the lowest free indexes,
-// scale-in removes the highest. Its scale subresource lets `kubectl scale`
+// scale-in removes VMs at random or, with the DescendingOrder policy, the
+// highest indexes first. Its scale subresource lets `kubectl scale`
 // and a HorizontalPodAutoscaler set spec.replicas.
 //
 // +genclient
@@ -68,7 +69,66 @@ type VirtualMachinePoolSpec struct {
 	// Paused stops the controller from creating and deleting VMs.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// NameGeneration says which references of the template get the VM's
+	// index appended (<name>-<index>), so each VM can have its own.
+	// +optional
+	NameGeneration *VirtualMachinePoolNameGeneration `json:"nameGeneration,omitempty"`
+
+	// ScaleInStrategy says which VMs a scale-in removes. Unset: proactive,
+	// picked at random (KubeVirt's default).
+	// +optional
+	ScaleInStrategy *VirtualMachinePoolScaleInStrategy `json:"scaleInStrategy,omitempty"`
 }
+
+// VirtualMachinePoolNameGeneration asks for per-VM names of the objects the
+// template refers to. KubeVirt appends the index to the names of configMap
+// and secret volumes; nodevirt refuses those volume kinds at admission, so
+// today no reference of an accepted template changes.
+type VirtualMachinePoolNameGeneration struct {
+	// +optional
+	AppendIndexToConfigMapRefs *bool `json:"appendIndexToConfigMapRefs,omitempty"`
+	// +optional
+	AppendIndexToSecretRefs *bool `json:"appendIndexToSecretRefs,omitempty"`
+}
+
+// VirtualMachinePoolScaleInStrategy says how a scale-in picks the VMs it
+// deletes.
+type VirtualMachinePoolScaleInStrategy struct {
+	// Proactive deletes the VMs a scale-in picks right away (the default
+	// and the only strategy of KubeVirt v1.6).
+	// +optional
+	Proactive *VirtualMachinePoolProactiveScaleInStrategy `json:"proactive,omitempty"`
+}
+
+// VirtualMachinePoolProactiveScaleInStrategy is the proactive scale-in.
+type VirtualMachinePoolProactiveScaleInStrategy struct {
+	// SelectionPolicy orders the VMs a scale-in deletes; unset: Random.
+	// +optional
+	SelectionPolicy *VirtualMachinePoolSelectionPolicy `json:"selectionPolicy,omitempty"`
+}
+
+// VirtualMachinePoolSelectionPolicy orders the VMs of a scale-in.
+type VirtualMachinePoolSelectionPolicy struct {
+	// BasePolicy is Random (any VMs) or DescendingOrder (highest index
+	// first); unset: Random.
+	// +optional
+	BasePolicy *VirtualMachinePoolBasePolicy `json:"basePolicy,omitempty"`
+}
+
+// VirtualMachinePoolBasePolicy is a scale-in selection order.
+//
+// +kubebuilder:validation:Enum=Random;DescendingOrder
+type VirtualMachinePoolBasePolicy string
+
+// Scale-in selection orders, KubeVirt's.
+const (
+	// VirtualMachinePoolBasePolicyRandom deletes VMs picked at random.
+	VirtualMachinePoolBasePolicyRandom VirtualMachinePoolBasePolicy = "Random"
+	// VirtualMachinePoolBasePolicyDescendingOrder deletes the highest
+	// indexes first.
+	VirtualMachinePoolBasePolicyDescendingOrder VirtualMachinePoolBasePolicy = "DescendingOrder"
+)
 
 // VirtualMachineTemplateSpec describes the VirtualMachine a pool creates.
 type VirtualMachineTemplateSpec struct {
@@ -124,6 +184,14 @@ type VirtualMachinePoolCondition struct {
 	Reason string `json:"reason,omitempty"`
 	// +optional
 	Message string `json:"message,omitempty"`
+}
+
+// ScaleInPolicy is the selection order of a scale-in, Random when unset.
+func (s *VirtualMachinePoolSpec) ScaleInPolicy() VirtualMachinePoolBasePolicy {
+	if st := s.ScaleInStrategy; st != nil && st.Proactive != nil && st.Proactive.SelectionPolicy != nil && st.Proactive.SelectionPolicy.BasePolicy != nil {
+		return *st.Proactive.SelectionPolicy.BasePolicy
+	}
+	return VirtualMachinePoolBasePolicyRandom
 }
 
 // DesiredReplicas is spec.replicas, 1 when unset.
