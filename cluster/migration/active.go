@@ -23,6 +23,9 @@ func planActive(o Observed, r Result) Result {
 	case ms != nil && ms.Completed && ms.TargetNodeDomainDetected:
 		return r.succeed(o)
 	case ms != nil && ms.Completed:
+		if reason, msg := targetLostAfterCompletion(o); reason != "" {
+			return r.fail(o, reason, msg)
+		}
 		r.mirror(o) // the source is done; the target reports its domain next
 		return r
 	case vmi.DeletionTimestamp != nil || vmi.Status.Phase != v1.Running:
@@ -79,6 +82,9 @@ func planDeletion(o Observed, r Result) Result {
 		return r.succeed(o)
 	case ms != nil && ms.Failed:
 		return r.fail(o, ReasonAborted, failureMessage(ms))
+	case ms != nil && ms.Completed && lostAfterCompletion(o):
+		reason, msg := targetLostAfterCompletion(o)
+		return r.fail(o, reason, msg)
 	case ms != nil && ms.StartTimestamp != nil && o.VMI.Status.Phase == v1.Running:
 		r.vmiStatus(o).MigrationState.AbortRequested = true
 		r.setCondition(ConditionAbortRequested, ReasonAborted, "the migration was deleted while running; the source was asked to abort", o.Now)
@@ -86,6 +92,25 @@ func planDeletion(o Observed, r Result) Result {
 		return r
 	}
 	return r.fail(o, ReasonAborted, "the migration was deleted before it started")
+}
+
+// targetLostAfterCompletion says why a migration whose source completed
+// fails before the target reported its domain: the target pod was deleted
+// or ended. The guest's state left the source QEMU (postmigrate) and the
+// target may have run it, so neither side can carry on: the migration
+// fails, and the source agent, which sees the VMI left on its node
+// without the target label, fails the VMI (KubeVirt's outcome too).
+func targetLostAfterCompletion(o Observed) (reason, msg string) {
+	reason, msg, _ = targetPodProblem(o)
+	if reason != ReasonTargetPodDeleted && reason != ReasonTargetPodFailed {
+		return "", ""
+	}
+	return reason, msg + " after the source completed the transfer: the guest is lost with it"
+}
+
+func lostAfterCompletion(o Observed) bool {
+	reason, _ := targetLostAfterCompletion(o)
+	return reason != ""
 }
 
 // prepare names the migration on the VMI: a fresh migrationState (an

@@ -158,6 +158,25 @@ func TestPlan(t *testing.T) {
 		{"completed, target not yet detected: wait", observed(vmim(v1.MigrationRunning), runningVMI(withState(func(s *v1.VirtualMachineInstanceMigrationState) {
 			s.Completed = true
 		})), pod("t", "b", corev1.PodRunning)), want{phase: v1.MigrationRunning}},
+		{"completed, then the target pod failed: Failed, no abort, the VMI stays", observed(vmim(v1.MigrationRunning), runningVMI(withState(func(s *v1.VirtualMachineInstanceMigrationState) {
+			s.Completed = true
+		})), pod("t", "b", corev1.PodFailed)), want{phase: v1.MigrationFailed, reason: ReasonTargetPodFailed, deletePod: true, nodeName: "a",
+			labels: map[string]*string{v1.MigrationTargetNodeNameLabel: nil}}},
+		{"completed, then the target pod was deleted: Failed", observed(vmim(v1.MigrationRunning), runningVMI(withState(func(s *v1.VirtualMachineInstanceMigrationState) {
+			s.Completed = true
+		})), nil), want{phase: v1.MigrationFailed, reason: ReasonTargetPodDeleted, nodeName: "a",
+			labels: map[string]*string{v1.MigrationTargetNodeNameLabel: nil}}},
+		{"completed, detected, then the target pod failed: handoff (the target agent reports the loss)", observed(vmim(v1.MigrationRunning), runningVMI(withState(func(s *v1.VirtualMachineInstanceMigrationState) {
+			s.Completed, s.TargetNodeDomainDetected = true, true
+		})), pod("t", "b", corev1.PodFailed)), want{phase: v1.MigrationSucceeded, nodeName: "b",
+			labels: map[string]*string{v1.NodeNameLabel: ptr.To("b"), v1.MigrationTargetNodeNameLabel: nil}}},
+		{"deleted after completion, target not yet detected: abort asked (it will fail), wait", observed(deleted(vmim(v1.MigrationRunning)), runningVMI(withState(func(s *v1.VirtualMachineInstanceMigrationState) {
+			s.StartTimestamp, s.Completed = ptr.To(metav1.NewTime(now)), true
+		})), pod("t", "b", corev1.PodRunning)), want{phase: v1.MigrationRunning, abort: true, nodeName: "a"}},
+		{"deleted after completion, then the target pod failed: Failed", observed(deleted(vmim(v1.MigrationRunning)), runningVMI(withState(func(s *v1.VirtualMachineInstanceMigrationState) {
+			s.StartTimestamp, s.Completed = ptr.To(metav1.NewTime(now)), true
+		})), pod("t", "b", corev1.PodFailed)), want{phase: v1.MigrationFailed, reason: ReasonTargetPodFailed, deletePod: true, nodeName: "a",
+			labels: map[string]*string{v1.MigrationTargetNodeNameLabel: nil}}},
 		{"completed and detected: handoff", observed(vmim(v1.MigrationRunning), runningVMI(withState(func(s *v1.VirtualMachineInstanceMigrationState) {
 			s.Completed, s.TargetNodeDomainDetected = true, true
 		})), pod("t", "b", corev1.PodRunning)), want{phase: v1.MigrationSucceeded, nodeName: "b",

@@ -78,7 +78,11 @@
 // migrated through node/migration's channel once the target is ready;
 // the source writes startTimestamp, endTimestamp, completed, failed,
 // failureReason, mode and abortStatus (nodevirt-agent-migration-source)
-// and, once completed, nothing else. Every step is persisted in
+// and, once completed, nothing else — unless the controller fails the
+// completed migration (its target lost before it ran the guest): the VMI
+// then stays on this node without the target label, and the source
+// reports it Failed and quits its postmigrate QEMU, never resuming it
+// (Observation.handoffRefused). Every step is persisted in
 // Record.Migration before its effect; after a restart QEMU's
 // query-migrate decides. The transfer mode (migrationmode.go) is PreCopy
 // under KVM and Paused under TCG, whose dirty tracking loses pages of a

@@ -13,6 +13,10 @@ import (
 
 // domainState summarises the observation as a status.Domain. It is pure.
 func domainState(o *Observation) (status.Domain, string) {
+	if o.handoffRefused() {
+		return status.DomainLost, fmt.Sprintf("live migration %s completed, but its target on %s ended before it reported the guest running: the guest's state was on the target",
+			o.Record.Migration.UID, targetOf(o))
+	}
 	if e := o.Launcher.Exit; e != nil {
 		if e.GuestShutdown {
 			return status.DomainShutdown, ""
@@ -41,6 +45,14 @@ func domainState(o *Observation) (status.Domain, string) {
 		return status.DomainLost, "QEMU and its launcher are gone"
 	}
 	return status.DomainUnknown, ""
+}
+
+// targetOf names the node of the VMI's last migration target.
+func targetOf(o *Observation) string {
+	if ms := o.VMI.Status.MigrationState; ms != nil && ms.TargetNode != "" {
+		return ms.TargetNode
+	}
+	return "another node"
 }
 
 func exitReason(e *launcher.Exit) string {

@@ -28,6 +28,10 @@ func TestFacts_Domain(t *testing.T) {
 			o.Launcher, o.Runtime = LauncherView{}, RuntimeView{}
 		}), status.DomainLost, true},
 		{"PodGone", obs(v1.Running, withRecord, func(o *Observation) { o.Pod = nil }), status.DomainLost, true},
+		{"MigratedOutTargetLost", obs(v1.Running, withQEMU, outgoingFrom, sourceRec(migCompleted), runState("postmigrate"),
+			func(o *Observation) { delete(o.VMI.Labels, v1.MigrationTargetNodeNameLabel) }), status.DomainLost, true},
+		{"MigratedOutAwaitingTheTarget", obs(v1.Running, withQEMU, outgoingFrom, sourceRec(migCompleted), runState("postmigrate")),
+			status.DomainRunning, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -225,10 +225,12 @@ func TestMigration_Integration(t *testing.T) {
 	// Back to node1, where the first launcher pod is now completed and the
 	// record of the first run is a tombstone: the new target pod and a new
 	// record are chosen.
+	var onA *migration
 	t.Run("BToA", func(t *testing.T) {
 		markSucceeded(t, h, v.podName)
 		off := b.logSize()
 		m := &migration{uid: newMigrationUID(), source: b, target: a, vm: v}
+		onA = m
 		m.tgt = a.targetPod(top, v, m.uid)
 		m.begin(t, nil)
 		ms := m.waitState(t, 120*time.Second, "completed and detected", func(ms *v1.VirtualMachineInstanceMigrationState) bool {
@@ -263,6 +265,38 @@ func TestMigration_Integration(t *testing.T) {
 		ga := a.waitGuestAgent(t, v, handedOff, 4*time.Second)
 		t.Logf("node2 → node1: QMP downtime %d ms, QMP total %d ms; handoff → guest agent on node1 %v",
 			b.logInt("migration completed", "downtimeMs"), b.logInt("migration completed", "totalMs"), ga.Round(time.Millisecond))
+	})
+	if t.Failed() {
+		return
+	}
+
+	// Last, as it ends the VMI: the target is lost after the source
+	// completed, and the controller ends the migration without a handoff
+	// (target label removed, target pod deleted). The source QEMU, in
+	// postmigrate, must not run the guest again: the source agent fails
+	// the VMI and quits it, and the target's QEMU goes too.
+	t.Run("TargetLostAfterCompletion", func(t *testing.T) {
+		markSucceeded(t, h, onB.tgt.podName)
+		src := onA.tgt
+		off := a.logSize()
+		m := &migration{uid: newMigrationUID(), source: a, target: b, vm: v}
+		m.tgt = b.targetPod(top, v, m.uid)
+		m.begin(t, nil)
+		m.waitState(t, 120*time.Second, "completed", func(ms *v1.VirtualMachineInstanceMigrationState) bool { return ms.Completed })
+		lastOnA := src.serial.lastUptime()
+		m.cleanupFailed(t)
+		vmi := v.waitPhase(t, v1.Failed, 30*time.Second)
+		if vmi.Labels[v1.NodeNameLabel] != testNode {
+			t.Errorf("VMI on %q, want still %s (no handoff)", vmi.Labels[v1.NodeNameLabel], testNode)
+		}
+		testenv.Eventually(t, 30*time.Second, "source QEMU gone", src.qemuExited)
+		testenv.Eventually(t, 30*time.Second, "target QEMU gone", m.tgt.qemuExited)
+		if !a.logSays(off, "status patched", "phase", "Failed") {
+			t.Errorf("node1's agent did not patch the VMI Failed")
+		}
+		if up := src.serial.lastUptime(); up > lastOnA+0.5 {
+			t.Errorf("guest uptime on node1 went on after the transfer (%.2f → %.2f): the source resumed the guest", lastOnA, up)
+		}
 	})
 }
 

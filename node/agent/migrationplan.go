@@ -93,6 +93,27 @@ func (o *Observation) outgoing() *v1.VirtualMachineInstanceMigrationState {
 	return ms
 }
 
+// handoffRefused reports an outgoing migration that completed here (the
+// guest's state left this QEMU, now in postmigrate) and that the
+// controller ended without handing the VMI over: the VMI is still this
+// node's and no longer carries the target label of that migration (the
+// target was lost before it reported the guest running). The target may
+// have run the guest, so this QEMU must not resume it: the guest is lost
+// and the VMI fails, as KubeVirt's does.
+func (o *Observation) handoffRefused() bool {
+	if !o.liveRecord() || !o.owner() {
+		return false
+	}
+	m := o.Record.Migration
+	if m == nil || m.Role != roleSource || m.State != migCompleted {
+		return false
+	}
+	ms := o.VMI.Status.MigrationState
+	pending := ms != nil && string(ms.MigrationUID) == m.UID && ms.TargetNode != "" &&
+		o.VMI.Labels[v1.MigrationTargetNodeNameLabel] == ms.TargetNode
+	return !pending
+}
+
 // recordMigration is the record's migration when it is uid in role.
 func (o *Observation) recordMigration(uid, role string) *store.Migration {
 	if o.Record == nil || o.Record.Migration == nil {
@@ -202,6 +223,11 @@ func targetReadyReported(ms *v1.VirtualMachineInstanceMigrationState, addr strin
 // is not the guest's state: the source then only reports its
 // migrationState fields (no status patch, no pause re-applied).
 func sourcePlan(o *Observation, p Plan) Plan {
+	if o.handoffRefused() {
+		// Nothing may touch the postmigrate QEMU (no new migration, no
+		// pause): the status goes Failed, then planFinished quits it.
+		return Plan{PatchStatus: true}
+	}
 	ms := o.outgoing()
 	if ms == nil || !o.liveRecord() {
 		return p

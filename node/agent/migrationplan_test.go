@@ -168,6 +168,7 @@ func TestPlan_MigrationTarget(t *testing.T) {
 // outgoingFrom makes this node (node1) the source of a migration to node2
 // whose target is ready.
 func outgoingFrom(o *Observation) {
+	o.VMI.Labels[v1.MigrationTargetNodeNameLabel] = "node2"
 	o.VMI.Status.MigrationState = &v1.VirtualMachineInstanceMigrationState{
 		MigrationUID: migUID, SourceNode: "node1", TargetNode: "node2",
 		TargetNodeAddress: "10.0.0.3:8187", TargetNodeDomainReadyTimestamp: &metav1.Time{Time: now}}
@@ -225,6 +226,17 @@ func TestPlan_MigrationSource(t *testing.T) {
 		o: obs(v1.Running, withQEMU, outgoingFrom, sourceRec(migCompleted), runState("postmigrate"),
 			sourceReportedState, func(o *Observation) { o.Record.Intent.Paused = true }),
 		want: Plan{},
+	}, {
+		name: "CompletedHandoffRefusedFailsTheVMI",
+		o: obs(v1.Running, withQEMU, outgoingFrom, sourceRec(migCompleted), runState("postmigrate"), sourceReportedState,
+			func(o *Observation) { delete(o.VMI.Labels, v1.MigrationTargetNodeNameLabel) }),
+		want: Plan{PatchStatus: true},
+	}, {
+		name: "CompletedThenAnotherMigrationNotStarted",
+		o: obs(v1.Running, withQEMU, outgoingFrom, sourceRec(migCompleted), runState("postmigrate"), func(o *Observation) {
+			o.VMI.Status.MigrationState.MigrationUID = "a-later-migration"
+		}),
+		want: Plan{PatchStatus: true},
 	}, {
 		name: "FailedGuestRunsHere",
 		o:    obs(v1.Running, withQEMU, outgoingFrom, sourceRec(migFailed), sourceReportedState),
