@@ -63,15 +63,16 @@ func (a *Agent) resumeStoppedGuest(ctx context.Context, o *Observation) error {
 	}, a.event("MigrationGuestResumed", "the guest runs here again"))
 }
 
-// resumeArrivedGuest resumes a guest that arrived paused from a Paused
-// transfer (QEMU keeps the source's run state), unless the user paused
-// it: it is the target's autostart.
+// resumeArrivedGuest resumes the guest that arrived in this target QEMU,
+// which starts with -S and so never runs a guest on its own (and a Paused
+// transfer keeps the source's stopped run state anyway): it is the
+// target's autostart, done once the source said completed.
 func (a *Agent) resumeArrivedGuest(ctx context.Context, o *Observation) error {
 	if err := a.cont(ctx, o); err != nil {
 		return fmt.Errorf("resume the arrived guest: %w", err)
 	}
 	return a.update(ctx, o, func(*store.Record) error { return nil },
-		a.event("MigrationGuestResumed", "the guest arrived paused (Paused transfer) and runs here"))
+		a.event("MigrationGuestResumed", "the guest arrived paused and runs here"))
 }
 
 // cont resumes the domain's vCPUs (QMP cont) and notes the run state.

@@ -22,8 +22,9 @@ const (
 	// listen (migrate-incoming) and reports targetNodeAddress and
 	// targetNodeDomainReadyTimestamp.
 	ActIncoming ActionKind = "MigrationIncoming"
-	// ActResumeArrived resumes a guest that arrived paused from a Paused
-	// transfer and that the user did not pause (the target's autostart).
+	// ActResumeArrived resumes the arrived guest (targets start with -S,
+	// so every guest arrives paused) unless the user paused it, once the
+	// source reported the migration completed.
 	ActResumeArrived ActionKind = "MigrationResumeArrived"
 	// ActTargetDetected reports targetNodeDomainDetected once the target
 	// QEMU left inmigrate and runs the guest.

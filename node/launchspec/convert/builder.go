@@ -45,7 +45,7 @@ func (b *builder) identity() error {
 	s := b.vmi.Spec.StartStrategy
 	switch {
 	case b.in.Incoming:
-		b.add("-incoming", "defer")
+		b.add("-incoming", "defer", "-S")
 	case b.in.StartPaused || (s != nil && *s == v1.StartStrategyPaused):
 		b.add("-S")
 	}

@@ -23,8 +23,9 @@
 // # Choices
 //
 //   - Migration target (Input.Incoming): the same argv as the source's
-//     with "-incoming defer" instead of -S; the socket is named later by
-//     QMP migrate-incoming, so no path reaches the command line.
+//     plus "-incoming defer" and -S (the guest arrives paused; the agent
+//     resumes it once the source completed); the socket is named later
+//     by QMP migrate-incoming, so no path reaches the command line.
 //   - Accelerator: -accel kvm (-cpu host or the requested model) when the
 //     node's KVM is usable; otherwise, if the cluster allows emulation,
 //     -accel tcg,tb-size=64 (a 64 MiB translation cache instead of QEMU's

@@ -50,9 +50,11 @@ type Input struct {
 	StartPaused bool
 	// Incoming starts QEMU as a live migration's target: "-incoming defer"
 	// (the agent names the socket with QMP migrate-incoming, so no path or
-	// user string reaches the command line) and never -S: the migration
-	// stream carries the source's run state, and QEMU resumes the guest
-	// only if it ran on the source.
+	// user string reaches the command line) and -S: the guest arrives
+	// paused even when it ran on the source, and runs only when the target
+	// agent resumes it, once the source reported the migration completed
+	// (without -S QEMU would resume it on arrival, before the source knows
+	// whether the switch-over succeeded).
 	Incoming bool
 }
 
