@@ -33,7 +33,8 @@ func (s *system) replicas(d Deps, inf informerSet, recorder record.EventRecorder
 	vmp := pool.New(pool.Deps{
 		Pools: poollisters.NewVirtualMachinePoolLister(pools.GetIndexer()),
 		VMs:   kvlisters.NewVirtualMachineLister(inf.vms.GetIndexer()),
-		VMAPI: d.Kubevirt.KubevirtV1(), PoolAPI: d.Kubevirt.PoolV1alpha1(), Recorder: recorder,
+		VMIs:  kvlisters.NewVirtualMachineInstanceLister(inf.vmis.GetIndexer()),
+		VMAPI: d.Kubevirt.KubevirtV1(), VMIAPI: d.Kubevirt.KubevirtV1(), PoolAPI: d.Kubevirt.PoolV1alpha1(), Recorder: recorder,
 	})
 	poolLoop := reconcile.New("pool", vmp, d.Log, metrics)
 	for _, h := range []struct {
@@ -41,7 +42,7 @@ func (s *system) replicas(d Deps, inf informerSet, recorder record.EventRecorder
 		h   cache.ResourceEventHandler
 	}{
 		{sets, rsLoop.Handler()}, {inf.vmis, rs.VMIHandler(rsLoop.EnqueueKey)},
-		{pools, poolLoop.Handler()}, {inf.vms, vmp.VMHandler(poolLoop.EnqueueKey)},
+		{pools, poolLoop.Handler()}, {inf.vms, vmp.VMHandler(poolLoop.EnqueueKey)}, {inf.vmis, vmp.VMIHandler(poolLoop.EnqueueKey)},
 	} {
 		if _, err := h.inf.AddEventHandler(h.h); err != nil {
 			return nil, fmt.Errorf("add event handler: %w", err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"time"
 
@@ -36,6 +35,8 @@ const (
 	EventReleased     = "Released"
 	ReasonScaleOut    = "FailedScaleOut"
 	ReasonScaleIn     = "FailedScaleIn"
+	ReasonUpdate      = "FailedUpdate"
+	EventUpdated      = "SuccessfulUpdate"
 	ReasonPaused      = "SuccessfulPaused"
 	EventResumed      = "SuccessfulResume"
 )
@@ -46,7 +47,9 @@ const parallelism = 16
 type Deps struct {
 	Pools    poollisters.VirtualMachinePoolLister
 	VMs      kvlisters.VirtualMachineLister
+	VMIs     kvlisters.VirtualMachineInstanceLister
 	VMAPI    kvclient.VirtualMachinesGetter
+	VMIAPI   kvclient.VirtualMachineInstancesGetter
 	PoolAPI  poolclient.VirtualMachinePoolsGetter
 	Recorder record.EventRecorder
 	// Now defaults to time.Now.
@@ -85,8 +88,12 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("list vms of %s: %w", key, err)
 	}
+	vmis, err := c.d.VMIs.VirtualMachineInstances(ns).List(labels.Everything())
+	if err != nil {
+		return fmt.Errorf("list vmis of %s: %w", key, err)
+	}
 	now := c.d.Now()
-	res := Plan(Observed{Pool: p, VMs: vms, Settled: c.expect.Settled(key), Now: now, Shuffle: rand.Shuffle})
+	res := Plan(Observed{Pool: p, VMs: vms, VMIs: vmis, Settled: c.expect.Settled(key), Now: now, Shuffle: rand.Shuffle})
 	actErr := c.apply(ctx, key, p, res)
 	status := res.Status
 	if reason := failureReason(actErr); reason != "" {
@@ -111,24 +118,18 @@ func (c *Controller) apply(ctx context.Context, key string, p *poolv1.VirtualMac
 	c.expect.Expect(key, len(res.Create), uids)
 	errs = append(errs, reconcile.Parallel(len(res.Delete), parallelism, func(i int) error { return c.deleteVM(ctx, key, p, res.Delete[i]) }))
 	errs = append(errs, reconcile.Parallel(len(res.Create), parallelism, func(i int) error { return c.createVM(ctx, key, p, res.Create[i]) }))
+	errs = append(errs, reconcile.Parallel(len(res.Update), parallelism, func(i int) error { return c.updateVM(ctx, p, res.Update[i]) }))
+	errs = append(errs, reconcile.Parallel(len(res.Relabel), parallelism, func(i int) error { return c.relabel(ctx, p, res.Relabel[i]) }))
+	errs = append(errs, reconcile.Parallel(len(res.Restart), parallelism, func(i int) error { return c.restart(ctx, p, res.Restart[i]) }))
 	return errors.Join(errs...)
 }
 
 // NewVM renders the pool's VM called name: the template's labels,
-// annotations and spec, and a controller reference that blocks the pool's
+// annotations and spec, the current revision label on the VM and in its
+// VMI template, and a controller reference that blocks the pool's
 // foreground deletion.
 func NewVM(p *poolv1.VirtualMachinePool, name string) *v1.VirtualMachine {
-	t := p.Spec.VirtualMachineTemplate
-	return &v1.VirtualMachine{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            name,
-			Namespace:       p.Namespace,
-			Labels:          maps.Clone(t.ObjectMeta.Labels),
-			Annotations:     maps.Clone(t.ObjectMeta.Annotations),
-			OwnerReferences: []metav1.OwnerReference{OwnerRef(p)},
-		},
-		Spec: *t.Spec.DeepCopy(),
-	}
+	return newVM(p, name, Revision(p))
 }
 
 // OwnerRef is the controller reference a pool puts on its VMs.
@@ -165,6 +166,52 @@ func (c *Controller) deleteVM(ctx context.Context, key string, p *poolv1.Virtual
 		return &scaleInError{fmt.Errorf("delete vm %s/%s of pool %s: %w", vm.Namespace, vm.Name, p.Name, err)}
 	}
 	c.d.Recorder.Eventf(p, corev1.EventTypeNormal, EventDeleted, "Deleted VirtualMachine %s", vm.Name)
+	return nil
+}
+
+// updateVM writes vm, a pool VM brought to the current template (its
+// resourceVersion guards against a concurrent change).
+func (c *Controller) updateVM(ctx context.Context, p *poolv1.VirtualMachinePool, vm *v1.VirtualMachine) error {
+	_, err := c.d.VMAPI.VirtualMachines(vm.Namespace).Update(ctx, vm, metav1.UpdateOptions{FieldManager: v1.ManagerController})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		c.d.Recorder.Eventf(p, corev1.EventTypeWarning, ReasonUpdate, "Error updating VirtualMachine %s: %v", vm.Name, err)
+		return &updateError{fmt.Errorf("update vm %s/%s of pool %s: %w", vm.Namespace, vm.Name, p.Name, err)}
+	}
+	c.d.Recorder.Eventf(p, corev1.EventTypeNormal, EventUpdated, "Updated VirtualMachine %s to revision %s", vm.Name, vm.Labels[v1.VirtualMachinePoolRevisionName])
+	return nil
+}
+
+// restart deletes the VMI of an up-to-date VM that runs an older
+// template; the VM's run strategy starts one from the current template.
+func (c *Controller) restart(ctx context.Context, p *poolv1.VirtualMachinePool, vmi *v1.VirtualMachineInstance) error {
+	uid := vmi.UID
+	err := c.d.VMIAPI.VirtualMachineInstances(vmi.Namespace).Delete(ctx, vmi.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		return nil
+	case err != nil:
+		c.d.Recorder.Eventf(p, corev1.EventTypeWarning, ReasonUpdate, "Error restarting VirtualMachineInstance %s: %v", vmi.Name, err)
+		return &updateError{fmt.Errorf("restart vmi %s/%s of pool %s: %w", vmi.Namespace, vmi.Name, p.Name, err)}
+	}
+	c.d.Recorder.Eventf(p, corev1.EventTypeNormal, EventUpdated, "Restarted VirtualMachineInstance %s: it ran revision %s", vmi.Name, vmi.Labels[v1.VirtualMachinePoolRevisionName])
+	return nil
+}
+
+// relabel sets a VMI's revision label (a merge patch guarded by its UID).
+func (c *Controller) relabel(ctx context.Context, p *poolv1.VirtualMachinePool, l RevisionLabel) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid": l.VMI.UID, "labels": map[string]string{v1.VirtualMachinePoolRevisionName: l.Revision},
+	}})
+	if err != nil {
+		return err
+	}
+	_, err = c.d.VMIAPI.VirtualMachineInstances(l.VMI.Namespace).Patch(ctx, l.VMI.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: v1.ManagerController})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return &updateError{fmt.Errorf("label vmi %s/%s of pool %s: %w", l.VMI.Namespace, l.VMI.Name, p.Name, err)}
+	}
 	return nil
 }
 
@@ -266,6 +313,37 @@ func (c *Controller) VMHandler(enqueue func(key string)) cache.ResourceEventHand
 	}
 }
 
+// VMIHandler returns VMI informer handlers that enqueue, through
+// enqueue, the pool of the VM controlling the VMI: a VMI that becomes
+// ready, or goes, may let a rollout go on.
+func (c *Controller) VMIHandler(enqueue func(key string)) cache.ResourceEventHandlerFuncs {
+	poolOf := func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		vmi, ok := obj.(*v1.VirtualMachineInstance)
+		if !ok {
+			return
+		}
+		ref := metav1.GetControllerOf(vmi)
+		if ref == nil || ref.Kind != v1.KindVM {
+			return
+		}
+		vm, err := c.d.VMs.VirtualMachines(vmi.Namespace).Get(ref.Name)
+		if err != nil || vm.UID != ref.UID {
+			return
+		}
+		if key := controllerKey(vm); key != "" {
+			enqueue(key)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    poolOf,
+		UpdateFunc: func(_, cur any) { poolOf(cur) },
+		DeleteFunc: poolOf,
+	}
+}
+
 // controllerKey is the namespace/name key of the pool controlling vm, ""
 // if none does.
 func controllerKey(vm *v1.VirtualMachine) string {
@@ -295,14 +373,21 @@ type scaleInError struct{ error }
 
 func (e *scaleInError) Unwrap() error { return e.error }
 
+type updateError struct{ error }
+
+func (e *updateError) Unwrap() error { return e.error }
+
 func failureReason(err error) string {
 	var out *scaleOutError
 	var in *scaleInError
+	var up *updateError
 	switch {
 	case errors.As(err, &out):
 		return ReasonScaleOut
 	case errors.As(err, &in):
 		return ReasonScaleIn
+	case errors.As(err, &up):
+		return ReasonUpdate
 	}
 	return ""
 }

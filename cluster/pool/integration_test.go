@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -47,16 +48,16 @@ func startEnv(t *testing.T) *env {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	factory := kvinformers.NewSharedInformerFactoryWithOptions(kv, 0, kvinformers.WithNamespace(ns))
-	pools, vms := factory.Pool().V1alpha1().VirtualMachinePools(), factory.Kubevirt().V1().VirtualMachines()
+	pools, vms, vmis := factory.Pool().V1alpha1().VirtualMachinePools(), factory.Kubevirt().V1().VirtualMachines(), factory.Kubevirt().V1().VirtualMachineInstances()
 	ctl := pool.New(pool.Deps{
-		Pools: pools.Lister(), VMs: vms.Lister(), VMAPI: kv.KubevirtV1(), PoolAPI: kv.PoolV1alpha1(),
-		Recorder: record.NewFakeRecorder(1000),
+		Pools: pools.Lister(), VMs: vms.Lister(), VMIs: vmis.Lister(), VMAPI: kv.KubevirtV1(), VMIAPI: kv.KubevirtV1(),
+		PoolAPI: kv.PoolV1alpha1(), Recorder: record.NewFakeRecorder(1000),
 	})
 	loop := reconcile.New("pool", ctl, testenv.Logger(t), nil)
 	for _, h := range []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
-	}{{pools.Informer(), loop.Handler()}, {vms.Informer(), ctl.VMHandler(loop.EnqueueKey)}} {
+	}{{pools.Informer(), loop.Handler()}, {vms.Informer(), ctl.VMHandler(loop.EnqueueKey)}, {vmis.Informer(), ctl.VMIHandler(loop.EnqueueKey)}} {
 		if _, err := h.inf.AddEventHandler(h.h); err != nil {
 			t.Fatal(err)
 		}
@@ -227,6 +228,8 @@ func TestPool(t *testing.T) {
 		e.waitVMs(t, p, 0, "db-0", "db-1", "db-2")
 	})
 
+	t.Run("Rollout", func(t *testing.T) { e.testRollout(t) })
+
 	t.Run("ScaleInRandomByDefault", func(t *testing.T) {
 		r, err := pools.Create(ctx, newPool("web", 4), metav1.CreateOptions{FieldValidation: "Strict"})
 		if err != nil {
@@ -263,19 +266,123 @@ func TestPool(t *testing.T) {
 		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.scaleInStrategy.proactive.selectionPolicy.basePolicy") {
 			t.Errorf("basePolicy Oldest: err %v, want Invalid naming spec.scaleInStrategy.proactive.selectionPolicy.basePolicy", err)
 		}
-		unavailable := []byte(`{"apiVersion":"pool.kubevirt.io/v1alpha1","kind":"VirtualMachinePool","metadata":{"name":"rollout"},` +
-			`"spec":{"maxUnavailable":1,"selector":{"matchLabels":{"a":"b"}},"virtualMachineTemplate":{"metadata":{"labels":{"a":"b"}},"spec":{}}}}`)
-		err = e.kv.PoolV1alpha1().RESTClient().Post().Namespace(e.ns).Resource("virtualmachinepools").
-			Param("fieldValidation", "Strict").Body(unavailable).Do(ctx).Error()
-		if err == nil || !strings.Contains(err.Error(), "maxUnavailable") {
-			t.Errorf("maxUnavailable: err %v, want a refusal naming spec.maxUnavailable", err)
+		bad := newPool("bad-unavailable", 1)
+		bad.Spec.MaxUnavailable = ptr.To(intstr.FromString("half"))
+		_, err = pools.Create(ctx, bad, metav1.CreateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.maxUnavailable") {
+			t.Errorf("maxUnavailable half: err %v, want Invalid naming spec.maxUnavailable", err)
 		}
 
-		bad := newPool("bad", 1)
+		bad = newPool("bad", 1)
 		bad.Spec.VirtualMachineTemplate.ObjectMeta.Labels = map[string]string{"app": "other"}
 		_, err = pools.Create(ctx, bad, metav1.CreateOptions{})
 		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.selector") {
 			t.Errorf("selector not matching the template: err %v, want Invalid naming spec.selector", err)
 		}
 	})
+}
+
+// testRollout: a template change reaches a pool of three running VMs with
+// maxUnavailable 1. The VMs get the new template at once; their VMIs are
+// restarted one at a time, the next only once the replaced one is ready.
+// The test plays the VM controller: it runs a VMI for each VM, made from
+// the VM's template, and starts a new one a while after one is deleted.
+func (e *env) testRollout(t *testing.T) {
+	ctx := context.Background()
+	pools := e.kv.PoolV1alpha1().VirtualMachinePools(e.ns)
+	r := newPool("roll", 3)
+	r.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	r, err := pools.Create(ctx, r, metav1.CreateOptions{FieldValidation: "Strict"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"roll-0", "roll-1", "roll-2"}
+	e.waitVMs(t, r, 0, names...)
+	oldRev := pool.Revision(r)
+	for _, n := range names {
+		vm, err := e.kv.KubevirtV1().VirtualMachines(e.ns).Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vm.Labels[v1.VirtualMachinePoolRevisionName] != oldRev || vm.Spec.Template.ObjectMeta.Labels[v1.VirtualMachinePoolRevisionName] != oldRev {
+			t.Fatalf("VM %s: labels %v, template labels %v; want revision %s on both", n, vm.Labels, vm.Spec.Template.ObjectMeta.Labels, oldRev)
+		}
+		e.runVMI(t, vm)
+		e.setReady(t, n)
+	}
+	e.waitVMs(t, r, 3, names...)
+
+	if _, err := pools.Patch(ctx, "roll", types.MergePatchType,
+		[]byte(`{"spec":{"virtualMachineTemplate":{"spec":{"template":{"spec":{"domain":{"memory":{"guest":"256Mi"}}}}}}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := pools.Get(ctx, "roll", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newRev := pool.Revision(cur)
+	if newRev == oldRev {
+		t.Fatalf("the template change kept revision %s", oldRev)
+	}
+	restarted, maxDown := 0, 0
+	testenv.Eventually(t, 60*time.Second, "every VMI at revision "+newRev, func() (bool, error) {
+		vms, err := e.kv.KubevirtV1().VirtualMachines(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io/vmpool=roll"})
+		if err != nil {
+			return false, err
+		}
+		current := 0
+		var down []*v1.VirtualMachine
+		for i := range vms.Items {
+			vm := &vms.Items[i]
+			if vm.Labels[v1.VirtualMachinePoolRevisionName] != newRev || vm.Spec.Template.Spec.Domain.Memory.Guest.String() != "256Mi" {
+				continue // not updated yet
+			}
+			vmi, err := e.kv.KubevirtV1().VirtualMachineInstances(e.ns).Get(ctx, vm.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				down = append(down, vm)
+			case err != nil:
+				return false, err
+			case vmi.Labels[v1.VirtualMachinePoolRevisionName] == newRev:
+				current++
+			}
+		}
+		maxDown = max(maxDown, len(down))
+		for _, vm := range down {
+			time.Sleep(500 * time.Millisecond) // a restart takes a while: the controller must wait for it
+			e.runVMI(t, vm)
+			restarted++
+		}
+		return current == len(names), fmt.Errorf("%d of %d VMIs at %s, %d down", current, len(names), newRev, len(down))
+	})
+	if restarted != len(names) || maxDown > 1 {
+		t.Errorf("%d VMIs restarted, at most %d down at once; want %d, at most 1 (maxUnavailable)", restarted, maxDown, len(names))
+	}
+}
+
+// runVMI plays the VM controller and the node: a VMI of vm, made from its
+// template, Running and Ready.
+func (e *env) runVMI(t *testing.T, vm *v1.VirtualMachine) {
+	t.Helper()
+	ctx := context.Background()
+	vmi := &v1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: vm.Name, Namespace: e.ns, Labels: vm.Spec.Template.ObjectMeta.Labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vm, v1.SchemeGroupVersion.WithKind(v1.KindVM))},
+		},
+		Spec: vm.Spec.Template.Spec,
+	}
+	vmi, err := e.kv.KubevirtV1().VirtualMachineInstances(e.ns).Create(ctx, vmi, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create VMI %s: %v", vm.Name, err)
+	}
+	for _, phase := range []v1.VirtualMachineInstancePhase{v1.Scheduled, v1.Running} { // the phase table's steps
+		vmi.Status.Phase = phase
+		if phase == v1.Running {
+			vmi.Status.Conditions = []v1.VirtualMachineInstanceCondition{{Type: v1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue}}
+		}
+		if vmi, err = e.kv.KubevirtV1().VirtualMachineInstances(e.ns).UpdateStatus(ctx, vmi, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("VMI %s status: %v", vm.Name, err)
+		}
+	}
 }

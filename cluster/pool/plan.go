@@ -18,12 +18,14 @@ import (
 // BurstReplicas caps the creates or deletes of one sync.
 const BurstReplicas = 250
 
-// Observed is what a sync sees: the pool, every VM of its namespace
-// (informer cache), whether earlier creates and deletes have all reached
-// the cache, the time, and the randomness of a Random scale-in.
+// Observed is what a sync sees: the pool, every VM and VMI of its
+// namespace (informer caches), whether earlier creates and deletes have
+// all reached the cache, the time, and the randomness of a Random
+// scale-in.
 type Observed struct {
 	Pool    *poolv1.VirtualMachinePool
 	VMs     []*v1.VirtualMachine
+	VMIs    []*v1.VirtualMachineInstance
 	Settled bool
 	Now     time.Time
 	// Shuffle permutes n elements (rand.Shuffle's signature); a Random
@@ -41,6 +43,16 @@ type Result struct {
 	Delete []*v1.VirtualMachine
 	// Release are owned VMs the selector no longer matches.
 	Release []*v1.VirtualMachine
+	// Update are the pool's VMs made from an older template, as they are
+	// to be written: the current template's labels, annotations and spec
+	// (rollout.go).
+	Update []*v1.VirtualMachine
+	// Restart are VMIs of up-to-date VMs running an older template, to be
+	// deleted (their VMs' run strategies start new ones), within
+	// spec.maxUnavailable.
+	Restart []*v1.VirtualMachineInstance
+	// Relabel are VMIs to label with their VM's revision.
+	Relabel []RevisionLabel
 	// Status is the pool status to write, without ReplicaFailure.
 	Status poolv1.VirtualMachinePoolStatus
 }
@@ -84,6 +96,9 @@ func Plan(o Observed) Result {
 			r.Create = freeNames(p.Name, o.VMs, min(-diff, BurstReplicas))
 		case diff > 0:
 			r.Delete = scaleIn(mine, min(diff, BurstReplicas), p.Spec.ScaleInPolicy(), o.Shuffle)
+		default: // template changes roll out once the scale is stable, as in KubeVirt
+			ro := planRollout(p, mine, vmisByName(o.VMIs))
+			r.Update, r.Restart, r.Relabel = ro.update, ro.restart, ro.relabel
 		}
 	}
 	status.Replicas = int32(len(mine))
@@ -155,13 +170,19 @@ func Index(name string) int {
 func countReady(vms []*v1.VirtualMachine) int {
 	n := 0
 	for _, vm := range vms {
-		for _, c := range vm.Status.Conditions {
-			if c.Type == v1.VirtualMachineReady && c.Status == corev1.ConditionTrue {
-				n++
-			}
+		if vmReady(vm) {
+			n++
 		}
 	}
 	return n
+}
+
+func vmisByName(vmis []*v1.VirtualMachineInstance) map[string]*v1.VirtualMachineInstance {
+	m := make(map[string]*v1.VirtualMachineInstance, len(vmis))
+	for _, vmi := range vmis {
+		m[vmi.Name] = vmi
+	}
+	return m
 }
 
 func setPaused(conds []poolv1.VirtualMachinePoolCondition, paused bool, now time.Time) []poolv1.VirtualMachinePoolCondition {

@@ -288,7 +288,8 @@ func (s *suite) waitSetVMIs(t *testing.T, name string, n int, timeout time.Durat
 // testPool: a VirtualMachinePool of two VMs named <pool>-0 and <pool>-1
 // runs both; scaled in to one with kubectl scale, it keeps <pool>-0 (its
 // scale-in policy is DescendingOrder; the default, Random, is covered by
-// cluster/pool's integration test).
+// cluster/pool's integration test); a template change then replaces
+// <pool>-0's VMI with one of the new template.
 func testPool(t *testing.T, s *suite) {
 	const name = "e2e-pool"
 	s.apply(t, []byte(fmt.Sprintf(`apiVersion: pool.kubevirt.io/v1alpha1
@@ -337,7 +338,20 @@ spec:
 		}
 		return nil
 	})
-	if vmi, err := s.virt.KubevirtV1().VirtualMachineInstances(namespace).Get(context.Background(), name+"-0", metav1.GetOptions{}); err != nil || vmi.Status.Phase != v1.Running {
-		t.Errorf("after scale-in: VMI %s-0: %v (the lowest index stays)", name, err)
+	before, err := s.virt.KubevirtV1().VirtualMachineInstances(namespace).Get(context.Background(), name+"-0", metav1.GetOptions{})
+	if err != nil || before.Status.Phase != v1.Running {
+		t.Fatalf("after scale-in: VMI %s-0: %v (the lowest index stays)", name, err)
+	}
+
+	// A template change rolls out: the VM gets the new template and its
+	// VMI is replaced by one made from it (KubeVirt's proactive update).
+	s.kubectl(t, nil, "patch", "-n", namespace, "vmpool", name, "--type=merge", "-p",
+		`{"spec":{"virtualMachineTemplate":{"spec":{"template":{"metadata":{"labels":{"e2e-rollout":"2"}}}}}}}`)
+	vmi := s.waitVMI(t, name+"-0", 4*time.Minute, "replaced by a VMI of the new template, Running", func(vmi *v1.VirtualMachineInstance) bool {
+		return vmi.UID != before.UID && vmi.Labels["e2e-rollout"] == "2" && vmi.Status.Phase == v1.Running
+	})
+	s.waitSerial(t, s.launcherPod(t, vmi), "NODEVIRT-GUEST-READY", 2*time.Minute)
+	if rev := vmi.Labels[v1.VirtualMachinePoolRevisionName]; rev == "" || rev == before.Labels[v1.VirtualMachinePoolRevisionName] {
+		t.Errorf("VMI revision label %q, was %q: want a new revision", rev, before.Labels[v1.VirtualMachinePoolRevisionName])
 	}
 }

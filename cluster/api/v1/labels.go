@@ -23,6 +23,10 @@ const (
 	// MigrationTargetNodeNameLabel on a VMI names the node its migration
 	// target runs on, so that node's agent watches the VMI too.
 	MigrationTargetNodeNameLabel = "kubevirt.io/migrationTargetNodeName"
+	// VirtualMachinePoolRevisionName on a pool's VM (and in its VMI
+	// template, so on its VMIs) names the revision of the pool's template
+	// it was made from (cluster/pool).
+	VirtualMachinePoolRevisionName = "kubevirt.io/vm-pool-revision-name"
 	// CPUManagerLabel on a node is "true" when its kubelet runs the static
 	// CPU manager policy (exclusive CPUs for Guaranteed pods); launcher pods
 	// of VMIs with dedicatedCpuPlacement select it, as KubeVirt's do.

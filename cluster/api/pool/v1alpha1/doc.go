@@ -3,10 +3,7 @@
 // VirtualMachines created from one template, named <pool>-<index>.
 // cluster/pool is its controller.
 //
-// Only the fields nodevirt implements are here: maxUnavailable (which
-// bounds KubeVirt's rollout of template changes to running VMs, a rollout
-// nodevirt does not do) is absent, so a manifest setting it is rejected
-// with the field named (strict field validation), never silently ignored.
+// The fields are KubeVirt v1.6's; cluster/pool implements each of them.
 //
 // Deep copy functions, the typed clientset, listers and informers are
 // generated (zz_generated.deepcopy.go, cluster/client); run `make generate`

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 )
@@ -74,6 +75,14 @@ type VirtualMachinePoolSpec struct {
 	// index appended (<name>-<index>), so each VM can have its own.
 	// +optional
 	NameGeneration *VirtualMachinePoolNameGeneration `json:"nameGeneration,omitempty"`
+
+	// MaxUnavailable bounds the VMs whose VMI a template change restarts
+	// at a time: of the up-to-date VMs, at most this many may be without
+	// a ready VMI. An integer, or a percentage of spec.replicas (rounded
+	// down; at least 1). Unset: 100%.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="maxUnavailable must be a non-negative integer or a percentage such as 25%"
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 
 	// ScaleInStrategy says which VMs a scale-in removes. Unset: proactive,
 	// picked at random (KubeVirt's default).
