@@ -117,6 +117,10 @@ func (a *Agent) createRecord(ctx context.Context, o *Observation) error {
 	if err := a.deps.Store.Put(ctx, rec, a.event("Adopted", msg)); err != nil {
 		return err
 	}
+	if rec.Migration != nil {
+		a.log.Info("migration target adopted", "vmi", o.name(), "uid", o.UID, "migration", rec.Migration.UID,
+			"source", rec.Migration.SourceNode, "pod", o.Pod.Name)
+	}
 	o.Record = &rec
 	return nil
 }

@@ -73,6 +73,7 @@ func (a *Agent) prepareIncoming(ctx context.Context, o *Observation) error {
 		}, a.event("MigrationTargetReady", "listening for "+m.SourceNode)); err != nil {
 			return err
 		}
+		a.log.Info("migration target ready", "vmi", o.name(), "uid", o.UID, "migration", m.UID, "source", m.SourceNode)
 	}
 	return a.applyTargetStatus(ctx, o)
 }
@@ -110,6 +111,7 @@ func (a *Agent) reportTargetDetected(ctx context.Context, o *Observation) error 
 		}, a.event("MigrationTargetDetected", "the guest runs here")); err != nil {
 			return err
 		}
+		a.log.Info("migration target runs the guest", "vmi", o.name(), "uid", o.UID, "migration", o.Record.Migration.UID)
 	}
 	return a.applyTargetStatus(ctx, o)
 }
