@@ -94,8 +94,9 @@ func recordsOf(ctx context.Context, n localcluster.Node) ([]store.Record, error)
 }
 
 // finalChecks deletes every VM of the run and checks nothing is left: no
-// VMI, no QEMU of the namespace, no live record, no mount of a launcher
-// pod the run saw.
+// VMI, no QEMU of the namespace, no live record, no mount or directory
+// (sockets) of a launcher pod the run saw, no bridge, tap or nodevirt
+// nftables table in any pod network namespace or the host's.
 func (h *harness) finalChecks(t *testing.T) {
 	t.Helper()
 	ctx := t.Context()
@@ -140,6 +141,29 @@ func (h *harness) finalChecks(t *testing.T) {
 					return fmt.Errorf("live record %s/%s (%s) on %s", r.Name, r.UID, r.Observed.Phase, n.Name)
 				}
 			}
+		}
+		return nil
+	})
+	check("no network plumbing left (bridges, taps, nftables tables)", func() error {
+		left, err := networkLeftovers()
+		if err != nil {
+			return err
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("%s", strings.Join(left, "; "))
+		}
+		return nil
+	})
+	check("no directory of a launcher pod left (its sockets, serial log, volumes)", func() error {
+		var roots []string
+		for _, n := range h.cluster.Nodes {
+			roots = append(roots, n.KubeletRoot)
+		}
+		h.mu.Lock()
+		left := podDirsLeft(roots, h.launchers)
+		h.mu.Unlock()
+		if len(left) > 0 {
+			return fmt.Errorf("%d left, first %s", len(left), left[0])
 		}
 		return nil
 	})

@@ -261,8 +261,10 @@ every fault the harness checks, and counts as a violation when broken:
   NodevirtStoreFull True) within a minute and take them again once freed;
 - every workload step takes effect within its deadline (4 min, faults included) — no
   stuck finalizer;
-- at the end, once every VM is deleted: no VMI, no QEMU, no live record and no
-  mount of any launcher pod the run saw.
+- at the end, once every VM is deleted: no VMI, no QEMU, no live record, no mount
+  and no directory (sockets, serial log, volumes) of any launcher pod the run saw,
+  and no bridge, tap or nodevirt nftables table in any pod network namespace or
+  the host's.
 
 `
 
