@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,8 +37,9 @@ type Config struct {
 	ConfigMapName string
 	// LauncherImage runs the launcher pods' compute container.
 	LauncherImage string
-	// Emulation runs VMs under TCG (no devices.kubevirt.io/kvm request).
-	Emulation bool
+	// Emulation is useEmulation: auto (the default: TCG only where no
+	// KVM node fits the VMI), true (TCG everywhere) or false (KVM only).
+	Emulation vmi.EmulationMode
 	// PodShape chooses the launcher pods' shape (vmi.ShapeMode; "" is
 	// Auto): one container with image volumes, or the fallback shape.
 	PodShape vmi.ShapeMode
@@ -76,6 +76,7 @@ func DefaultConfig() Config {
 		Workers:            4,
 		ConfigMapName:      "nodevirt-config",
 		LauncherImage:      "nodevirt/nodevirt-launcher",
+		Emulation:          vmi.EmulationAuto,
 		HeartbeatThreshold: node.DefaultThreshold,
 		HeartbeatRecheck:   node.DefaultRecheck,
 		CADir:              "/etc/nodevirt-ca",
@@ -99,6 +100,8 @@ func (c Config) Validate() error {
 		return errors.New("launcher image must be set")
 	case c.HeartbeatThreshold <= 0 || c.HeartbeatRecheck <= 0:
 		return errors.New("heartbeat threshold and recheck must be positive")
+	case c.Emulation != vmi.EmulationAuto && c.Emulation != vmi.EmulationAlways && c.Emulation != vmi.EmulationNever:
+		return fmt.Errorf("useEmulation %q: want auto, true or false", c.Emulation)
 	case c.PodShape != "" && c.PodShape != vmi.ShapeAuto && c.PodShape != vmi.ShapeModeImageVolumes && c.PodShape != vmi.ShapeModeContainers:
 		return fmt.Errorf("launcher pod shape %q: want Auto, ImageVolumes or Containers", c.PodShape)
 	case c.CertLifetime < 10*time.Minute:
@@ -110,7 +113,8 @@ func (c Config) Validate() error {
 // ConfigMap keys.
 const (
 	KeyLauncherImage = "launcherImage"
-	KeyUseEmulation  = "useEmulation"
+	// KeyUseEmulation is auto, true or false (vmi.EmulationMode).
+	KeyUseEmulation = "useEmulation"
 	// KeyLauncherPodShape is Auto, ImageVolumes or Containers (vmi.ShapeMode).
 	KeyLauncherPodShape   = "launcherPodShape"
 	KeyHeartbeatThreshold = "heartbeatThreshold"
@@ -142,11 +146,11 @@ func (c Config) withData(data map[string]string) (Config, error) {
 		c.LauncherImage = v
 	}
 	if v, ok := data[KeyUseEmulation]; ok {
-		b, err := strconv.ParseBool(v)
+		m, err := vmi.ParseEmulationMode(v)
 		if err != nil {
 			return c, fmt.Errorf("configmap key %s: %w", KeyUseEmulation, err)
 		}
-		c.Emulation = b
+		c.Emulation = m
 	}
 	if v, ok := data[KeyLauncherPodShape]; ok {
 		m, err := vmi.ParseShapeMode(v)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/vmi"
 )
 
 func TestConfig_WithData(t *testing.T) {
@@ -27,10 +28,12 @@ func TestConfig_WithData(t *testing.T) {
 		{"empty keeps flags", nil, func(*Config) {}, false},
 		{"all keys", map[string]string{KeyLauncherImage: "reg/launcher:v2", KeyUseEmulation: "true", KeyHeartbeatThreshold: "30s"},
 			func(c *Config) {
-				c.LauncherImage, c.Emulation, c.HeartbeatThreshold = "reg/launcher:v2", true, 30*time.Second
+				c.LauncherImage, c.Emulation, c.HeartbeatThreshold = "reg/launcher:v2", vmi.EmulationAlways, 30*time.Second
 			}, false},
+		{"emulation off", map[string]string{KeyUseEmulation: "false"}, func(c *Config) { c.Emulation = vmi.EmulationNever }, false},
+		{"emulation auto, any case", map[string]string{KeyUseEmulation: "Auto"}, func(c *Config) { c.Emulation = vmi.EmulationAuto }, false},
 		{"empty image ignored", map[string]string{KeyLauncherImage: ""}, func(*Config) {}, false},
-		{"bad bool", map[string]string{KeyUseEmulation: "yes please"}, nil, true},
+		{"bad emulation mode", map[string]string{KeyUseEmulation: "yes please"}, nil, true},
 		{"bad duration", map[string]string{KeyHeartbeatThreshold: "5"}, nil, true},
 		{"migrations and eviction strategy", map[string]string{
 			KeyMigrations:       "parallelMigrationsPerCluster: 1\nbandwidthPerMigration: 64Mi\nallowPostCopy: true\n",

@@ -19,9 +19,9 @@
 //
 // Configuration: flags give defaults; the ConfigMap nodevirt-config in the
 // controller's namespace, read once at start-up, overrides them with keys
-// launcherImage, useEmulation ("true"/"false"), heartbeatThreshold (a Go
-// duration), migrations (YAML with KubeVirt's migrations fields) and
-// evictionStrategy (KubeVirt's cluster default). A change takes effect on the next start of the leader.
+// launcherImage, useEmulation ("auto", "true" or "false"),
+// heartbeatThreshold (a Go duration), migrations (YAML with KubeVirt's
+// migrations fields) and evictionStrategy (KubeVirt's cluster default). A change takes effect on the next start of the leader.
 //
 // Logging: log/slog; klog (used by client-go, leader election) is routed
 // into the same handler. Metrics go to the injected prometheus registry.

@@ -26,7 +26,7 @@ type migrationLoops struct {
 	loops                           []*reconcile.Loop
 }
 
-func (s *system) migration(cfg Config, d Deps, inf informerSet, recorder record.EventRecorder, metrics *reconcile.Metrics, shapes *vmi.Shapes) (*migrationLoops, error) {
+func (s *system) migration(cfg Config, d Deps, inf informerSet, recorder record.EventRecorder, metrics *reconcile.Metrics, shapes *vmi.Shapes, accelerators *vmi.Accelerators) (*migrationLoops, error) {
 	vmis := kvlisters.NewVirtualMachineInstanceLister(inf.vmis.GetIndexer())
 	vmims := kvlisters.NewVirtualMachineInstanceMigrationLister(inf.vmims.GetIndexer())
 	mcfg := migration.Config{Migrations: cfg.Migrations, EvictionStrategy: cfg.EvictionStrategy}
@@ -41,7 +41,7 @@ func (s *system) migration(cfg Config, d Deps, inf informerSet, recorder record.
 	l.migrations.SetSyncer(migration.New(migration.Deps{
 		Migrations: vmims, VMIs: vmis, Pods: inf.pods.GetIndexer(), PodAPI: d.Kube.CoreV1(),
 		Client: d.Kubevirt.KubevirtV1(), Recorder: recorder, Queue: l.migrations,
-		PodConfig: vmi.PodConfig{LauncherImage: cfg.LauncherImage, Emulation: cfg.Emulation}, Shapes: shapes, Config: mcfg,
+		PodConfig: vmi.PodConfig{LauncherImage: cfg.LauncherImage}, Shapes: shapes, Accelerators: accelerators, Config: mcfg,
 		Policies: &migration.Policies{
 			Policies:   mlisters.NewMigrationPolicyLister(inf.policies.GetIndexer()),
 			Namespaces: corelisters.NewNamespaceLister(inf.namespaces.GetIndexer()),

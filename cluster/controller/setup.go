@@ -73,7 +73,9 @@ func build(cfg Config, d Deps, ca *certsigner.CA, imageVolumes bool) (*system, e
 		return nil, err
 	}
 	pods := inf.pods.GetIndexer()
-	shapes := &vmi.Shapes{Mode: cfg.PodShape, APIKeeps: imageVolumes, Nodes: corelisters.NewNodeLister(inf.nodes.GetIndexer())}
+	nodes := corelisters.NewNodeLister(inf.nodes.GetIndexer())
+	shapes := &vmi.Shapes{Mode: cfg.PodShape, APIKeeps: imageVolumes, Nodes: nodes}
+	accelerators := &vmi.Accelerators{Mode: cfg.Emulation, Nodes: nodes}
 
 	vmLoop := reconcile.New("vm", nil, d.Log, metrics)
 	vmLoop.SetSyncer(vm.New(vm.Deps{
@@ -88,7 +90,7 @@ func build(cfg Config, d Deps, ca *certsigner.CA, imageVolumes bool) (*system, e
 		VMIs: kvlisters.NewVirtualMachineInstanceLister(inf.vmis.GetIndexer()), Pods: pods,
 		PVCs:   corelisters.NewPersistentVolumeClaimLister(inf.pvcs.GetIndexer()),
 		PodAPI: d.Kube.CoreV1(), Client: d.Kubevirt.KubevirtV1(), Recorder: recorder, Queue: vmiLoop,
-		Config: vmi.PodConfig{LauncherImage: cfg.LauncherImage, Emulation: cfg.Emulation}, Shapes: shapes,
+		Config: vmi.PodConfig{LauncherImage: cfg.LauncherImage}, Shapes: shapes, Accelerators: accelerators,
 	})
 	vmiLoop.SetSyncer(vmiCtl)
 	nodeLoop := reconcile.New("node", nil, d.Log, metrics)
@@ -99,7 +101,7 @@ func build(cfg Config, d Deps, ca *certsigner.CA, imageVolumes bool) (*system, e
 		Threshold: cfg.HeartbeatThreshold, Recheck: cfg.HeartbeatRecheck,
 	}))
 	s.loops = []*reconcile.Loop{vmLoop, vmiLoop, nodeLoop}
-	mig, err := s.migration(cfg, d, inf, recorder, metrics, shapes)
+	mig, err := s.migration(cfg, d, inf, recorder, metrics, shapes, accelerators)
 	if err != nil {
 		return nil, err
 	}

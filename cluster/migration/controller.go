@@ -52,8 +52,11 @@ type Deps struct {
 	PodConfig vmi.PodConfig
 	// Shapes chooses each target pod's shape (nil: PodConfig.Shape).
 	Shapes *vmi.Shapes
-	Config Config
-	Now    func() time.Time
+	// Accelerators gives each target pod its source's accelerator (nil:
+	// PodConfig.Emulation).
+	Accelerators *vmi.Accelerators
+	Config       Config
+	Now          func() time.Time
 }
 
 // Controller drives VirtualMachineInstanceMigrations.

@@ -50,7 +50,10 @@ type Deps struct {
 	Config   PodConfig
 	// Shapes chooses each new pod's shape (nil: Config.Shape).
 	Shapes *Shapes
-	Now    func() time.Time
+	// Accelerators chooses each new pod's accelerator (nil:
+	// Config.Emulation).
+	Accelerators *Accelerators
+	Now          func() time.Time
 }
 
 // Controller syncs VirtualMachineInstances up to Scheduled and their pods.
@@ -172,7 +175,7 @@ func (c *Controller) render(vmi *v1.VirtualMachineInstance) (*corev1.Pod, error)
 			caps[vol.Name] = bytes
 		}
 	}
-	pod, err := RenderPod(vmi, c.d.Shapes.Config(c.d.Config), modes)
+	pod, err := RenderPod(vmi, c.d.Accelerators.Config(c.d.Shapes.Config(c.d.Config), vmi), modes)
 	if err != nil {
 		return nil, err
 	}

@@ -71,9 +71,16 @@
 // 250–370 MiB over the guest for the same VM.
 //
 // CPU: requests vCPUs ÷ 10 unless the VMI requests cpu itself; limits are
-// the VMI's. Devices: devices.kubevirt.io/kvm unless the cluster runs VMs
-// under emulation (controller flag --use-emulation or ConfigMap key
-// useEmulation), devices.kubevirt.io/tun when the VMI has a NIC.
+// the VMI's. Devices: devices.kubevirt.io/kvm unless the pod runs its
+// guest under emulation, devices.kubevirt.io/tun when the VMI has a NIC.
+//
+// Accelerator (accelerator.go; controller flag --use-emulation, ConfigMap
+// key useEmulation): under "auto", the default, a pod requests
+// devices.kubevirt.io/kvm when a node labelled nodevirt.io/kvm=true by its
+// agent fits the VMI (selector, required affinity, taints, not cordoned);
+// otherwise it runs TCG and a required node affinity keeps it off KVM
+// nodes. "true" is TCG everywhere, "false" KVM only. A migration target
+// pod takes its source pod's accelerator.
 //
 // Concurrency: one Controller serves any number of workers; the queue never
 // hands one key to two workers at once. Plan and RenderPod are pure.

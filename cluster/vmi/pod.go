@@ -58,6 +58,10 @@ type PodConfig struct {
 	// Emulation runs guests under TCG: no /dev/kvm request, a TCG cache in
 	// the overhead.
 	Emulation bool
+	// AvoidKVMNodes keeps an emulated pod off nodes labelled
+	// nodevirt.io/kvm=true (useEmulation auto: TCG only where KVM is
+	// missing).
+	AvoidKVMNodes bool
 	// Shape is how the pod reaches its images ("" is ShapeContainers).
 	Shape PodShape
 }
@@ -81,14 +85,7 @@ func RenderPod(vmi *v1.VirtualMachineInstance, cfg PodConfig, modes VolumeModes)
 	}
 	labels[v1.AppLabel] = v1.LauncherAppValue
 	labels[v1.CreatedByLabel] = string(vmi.UID)
-	nodeSelector := map[string]string{}
-	for k, v := range vmi.Spec.NodeSelector {
-		nodeSelector[k] = v
-	}
-	nodeSelector[v1.SchedulableLabel] = "true"
-	if dedicatedCPUs(&vmi.Spec) > 0 {
-		nodeSelector[v1.CPUManagerLabel] = "true"
-	}
+	nodeSelector := podNodeSelector(vmi)
 	grace := v1.DefaultTerminationGracePeriodSeconds
 	if g := vmi.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = *g
@@ -106,7 +103,7 @@ func RenderPod(vmi *v1.VirtualMachineInstance, cfg PodConfig, modes VolumeModes)
 		own, ownMounts = append(own, emptyDir(BinVolume)), append(ownMounts, binMount())
 	}
 	compute := computeContainer(vmi, cfg, append(ownMounts, mounts...), devices)
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName:    "virt-launcher-" + vmi.Name + "-",
 			Namespace:       vmi.Namespace,
@@ -136,7 +133,26 @@ func RenderPod(vmi *v1.VirtualMachineInstance, cfg PodConfig, modes VolumeModes)
 			Containers:     append([]corev1.Container{compute}, sidecars...),
 			Volumes:        append(own, vols...),
 		},
-	}, nil
+	}
+	if cfg.Emulation && cfg.AvoidKVMNodes {
+		avoidKVMNodes(pod)
+	}
+	return pod, nil
+}
+
+// podNodeSelector is the VMI's node selector plus the node facts the pod
+// needs: an agent taking VMs, and the static CPU manager for dedicated
+// CPUs.
+func podNodeSelector(vmi *v1.VirtualMachineInstance) map[string]string {
+	sel := map[string]string{}
+	for k, v := range vmi.Spec.NodeSelector {
+		sel[k] = v
+	}
+	sel[v1.SchedulableLabel] = "true"
+	if dedicatedCPUs(&vmi.Spec) > 0 {
+		sel[v1.CPUManagerLabel] = "true"
+	}
+	return sel
 }
 
 func binMount() corev1.VolumeMount { return corev1.VolumeMount{Name: BinVolume, MountPath: BinDir} }

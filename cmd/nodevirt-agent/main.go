@@ -163,7 +163,7 @@ func run() error {
 	}
 	if svc.Heartbeat {
 		hb, err := heartbeat.New(heartbeat.Config{NodeName: cfg.NodeName, Interval: svc.HeartbeatInterval, Logger: log,
-			Labels: nodeFacts(cfg.KubeletRoot, log), Refusing: guard.Refusing}, kube.CoreV1().Nodes())
+			Labels: nodeFacts(cfg.KubeletRoot, kvm, log), Refusing: guard.Refusing}, kube.CoreV1().Nodes())
 		if err != nil {
 			return err
 		}
@@ -204,13 +204,18 @@ func newLogger(level string) (*slog.Logger, error) {
 }
 
 // nodeFacts returns the node labels the heartbeat reports: cpumanager,
-// whether the kubelet gives Guaranteed pods exclusive CPUs.
-func nodeFacts(kubeletRoot string, log *slog.Logger) func() map[string]string {
+// whether the kubelet gives Guaranteed pods exclusive CPUs, and
+// nodevirt.io/kvm, whether KVM is usable here (the verdict the agent
+// launches QEMU by, found once at start-up).
+func nodeFacts(kubeletRoot string, kvm convert.KVM, log *slog.Logger) func() map[string]string {
 	return func() map[string]string {
 		static, err := cpupin.StaticPolicy(kubeletRoot)
 		if err != nil {
 			log.Warn("cannot tell the kubelet's CPU manager policy; reporting cpumanager=false", "err", err)
 		}
-		return map[string]string{v1.CPUManagerLabel: strconv.FormatBool(static)}
+		return map[string]string{
+			v1.CPUManagerLabel: strconv.FormatBool(static),
+			v1.KVMLabel:        strconv.FormatBool(kvm.Usable),
+		}
 	}
 }

@@ -45,7 +45,7 @@ func run() error {
 	flag.IntVar(&cfg.Workers, "workers", cfg.Workers, "workers per controller")
 	flag.StringVar(&cfg.ConfigMapName, "configmap", cfg.ConfigMapName, "ConfigMap overriding launcher image, emulation and heartbeat threshold (empty: none)")
 	flag.StringVar(&cfg.LauncherImage, "launcher-image", cfg.LauncherImage, "image of the launcher pods' compute container")
-	flag.BoolVar(&cfg.Emulation, "use-emulation", cfg.Emulation, "run VMs under TCG emulation (no devices.kubevirt.io/kvm request)")
+	flag.Var((*emulationFlag)(&cfg.Emulation), "use-emulation", "auto (TCG only where no KVM node fits the VMI), true (TCG everywhere: no devices.kubevirt.io/kvm request) or false (KVM only); bare --use-emulation is true")
 	flag.Func("launcher-pod-shape", "launcher pods: Auto (image volumes where the cluster runs them), ImageVolumes or Containers (default Auto)", func(s string) error {
 		m, err := vmi.ParseShapeMode(s)
 		cfg.PodShape = m
@@ -86,3 +86,21 @@ func run() error {
 	defer stop()
 	return controller.Run(ctx, cfg, controller.Deps{Lease: leaseClient.CoordinationV1(), Kube: kube, Kubevirt: kv, Log: log, Registry: reg})
 }
+
+// emulationFlag is --use-emulation: a vmi.EmulationMode that also works as
+// a bare boolean flag.
+type emulationFlag vmi.EmulationMode
+
+func (f *emulationFlag) String() string { return string(*f) }
+
+func (f *emulationFlag) Set(s string) error {
+	m, err := vmi.ParseEmulationMode(s)
+	if err != nil {
+		return err
+	}
+	*f = emulationFlag(m)
+	return nil
+}
+
+// IsBoolFlag lets --use-emulation stand alone (meaning true).
+func (f *emulationFlag) IsBoolFlag() bool { return true }

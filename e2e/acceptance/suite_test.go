@@ -67,6 +67,7 @@ var extras = []extra{
 	{19, "ReplicaSetScale", testReplicaSetScale},
 	{19, "Pool", testPool},
 	{18, "DevicesOutliveAgent", testDevicesOutliveAgent},
+	{20, "Accelerator", testAccelerator},
 	{23, "PodShape", testPodShape},
 	// Last: it redeploys nodevirt on the fallback shape and back.
 	{23, "PodShapeFallback", testPodShapeFallback},

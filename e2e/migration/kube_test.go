@@ -33,6 +33,7 @@ type vmiView struct {
 		Reason             string `json:"reason"`
 		NodeName           string `json:"nodeName"`
 		EvacuationNodeName string `json:"evacuationNodeName"`
+		Accelerator        string `json:"accelerator"`
 		Interfaces         []struct {
 			IPAddress string `json:"ipAddress"`
 		} `json:"interfaces"`

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/vmi"
 	"github.com/nodevirt/nodevirt/e2e/localcluster"
 	"github.com/nodevirt/nodevirt/hack/testenv"
 )
@@ -149,6 +150,7 @@ func (s *suite) migrate(t *testing.T, name string) hop {
 		return v.podIP() == dstPod.Status.PodIP
 	})
 	ifaceLag := time.Since(handedOff)
+	checkSameAccelerator(t, before, after, &srcPod, &dstPod)
 	s.checkNotRebooted(t, to, name, dstPod.Name, upBefore, created)
 	s.checkSourceGone(t, name, uid, from, srcPod.Name, srcQEMU[0].pid)
 
@@ -164,6 +166,24 @@ func (s *suite) migrate(t *testing.T, name string) hop {
 		name, from, to, ms.Mode, total.Round(10*time.Millisecond), qmpView, gap.Round(time.Millisecond),
 		gapAt.Format("15:04:05.000"), answers, fails, ifaceLag.Round(time.Millisecond))
 	return h
+}
+
+// checkSameAccelerator checks that the guest kept its accelerator across
+// the migration (a guest cannot move between KVM and TCG): the target pod
+// requests /dev/kvm exactly when the source pod did, an emulated target is
+// kept off KVM nodes (useEmulation auto, the deployed default), and the
+// VMI's status.accelerator is unchanged.
+func checkSameAccelerator(t *testing.T, before, after *vmiView, src, dst *corev1.Pod) {
+	t.Helper()
+	if before.Status.Accelerator == "" || after.Status.Accelerator != before.Status.Accelerator {
+		t.Errorf("status.accelerator %q before the migration, %q after; want it set and the same", before.Status.Accelerator, after.Status.Accelerator)
+	}
+	if s, d := vmi.RequestsKVM(src), vmi.RequestsKVM(dst); s != d {
+		t.Errorf("source pod %s requests /dev/kvm: %t, target pod %s: %t", src.Name, s, dst.Name, d)
+	}
+	if !vmi.RequestsKVM(dst) && !vmi.KeptOffKVMNodes(dst) {
+		t.Errorf("emulated target pod %s is not kept off KVM nodes (affinity %+v)", dst.Name, dst.Spec.Affinity)
+	}
 }
 
 // checkNotRebooted checks that the guest's uptime went on across the

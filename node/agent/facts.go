@@ -1,12 +1,14 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/node/launcher"
+	"github.com/nodevirt/nodevirt/node/launchspec"
 	"github.com/nodevirt/nodevirt/node/status"
 	"github.com/nodevirt/nodevirt/store"
 )
@@ -94,6 +96,7 @@ func facts(o *Observation) (status.Facts, bool) {
 	}
 	if o.Record != nil {
 		f.Interfaces = statusInterfaces(o.Record.Interfaces)
+		f.Accelerator = recordAccelerator(o.Record.Spec)
 	}
 	f.NotMigratableReason, f.NotMigratableMessage = notMigratable(o.VMI, o.Record)
 	return f, true
@@ -136,4 +139,23 @@ func conditionTrue(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceCo
 		}
 	}
 	return false
+}
+
+// recordAccelerator is the accelerator of the launch spec a record holds
+// (status.accelerator), "" when there is no readable spec yet.
+func recordAccelerator(raw json.RawMessage) v1.Accelerator {
+	if len(raw) == 0 {
+		return ""
+	}
+	var spec launchspec.Spec
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return ""
+	}
+	switch spec.Accelerator() {
+	case "kvm":
+		return v1.AcceleratorKVM
+	case "tcg":
+		return v1.AcceleratorTCG
+	}
+	return ""
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"net/netip"
 	"testing"
 
@@ -127,5 +128,23 @@ func TestExitReason(t *testing.T) {
 		if got := exitReason(&tc.e); got != tc.want {
 			t.Errorf("exitReason(%+v) = %q, want %q", tc.e, got, tc.want)
 		}
+	}
+}
+
+func TestFacts_Accelerator(t *testing.T) {
+	for args, want := range map[string]v1.Accelerator{
+		`["-accel","kvm","-cpu","host"]`:           v1.AcceleratorKVM,
+		`["-accel","tcg,tb-size=64","-cpu","max"]`: v1.AcceleratorTCG,
+		`["-machine","q35"]`:                       "",
+	} {
+		o := obs(v1.Running, withQEMU, func(o *Observation) {
+			o.Record.Spec = json.RawMessage(`{"version":1,"args":` + args + `}`)
+		})
+		if f, _ := facts(o); f.Accelerator != want {
+			t.Errorf("spec args %s: accelerator %q, want %q", args, f.Accelerator, want)
+		}
+	}
+	if got := recordAccelerator(json.RawMessage(`not json`)); got != "" {
+		t.Errorf("unreadable spec: accelerator %q, want none", got)
 	}
 }

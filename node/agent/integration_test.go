@@ -22,6 +22,7 @@ import (
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/netsetup"
+	"github.com/nodevirt/nodevirt/node/launchspec/convert"
 	"github.com/nodevirt/nodevirt/node/podfs"
 	"github.com/nodevirt/nodevirt/qmp"
 	"github.com/nodevirt/nodevirt/store"
@@ -59,6 +60,15 @@ func TestAgent_Integration(t *testing.T) {
 		node, err := h.kube.CoreV1().Nodes().Get(context.Background(), testNode, metav1.GetOptions{})
 		if err != nil || node.Labels[v1.SchedulableLabel] != "true" || node.Annotations[v1.HeartbeatAnnotation] == "" {
 			t.Errorf("node heartbeat missing: %v, %v", node.GetLabels(), err)
+		}
+		// The node carries the agent's KVM verdict; a pod without a
+		// devices.kubevirt.io/kvm request (the harness's) runs TCG.
+		hostKVM := convert.DetectKVM(os.DirFS("/"))
+		if got, want := node.Labels[v1.KVMLabel], strconv.FormatBool(hostKVM.Usable); got != want {
+			t.Errorf("node label %s = %q, want %q (%s)", v1.KVMLabel, got, want, hostKVM.Reason)
+		}
+		if got.Status.Accelerator != v1.AcceleratorTCG {
+			t.Errorf("masq status.accelerator = %q, want TCG", got.Status.Accelerator)
 		}
 	})
 

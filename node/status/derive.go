@@ -27,6 +27,9 @@ func Derive(cur v1.VirtualMachineInstanceStatus, f Facts) (v1.VirtualMachineInst
 	if f.GuestOSInfo != (v1.VirtualMachineInstanceGuestOSInfo{}) {
 		out.GuestOSInfo = f.GuestOSInfo
 	}
+	if f.Accelerator != "" {
+		out.Accelerator = f.Accelerator
+	}
 	out.Conditions = conditions(out.Conditions, out.Phase, f, now)
 	return out, events
 }

@@ -174,3 +174,16 @@ func TestDerive(t *testing.T) {
 		})
 	}
 }
+
+func TestDerive_Accelerator(t *testing.T) {
+	cur := v1.VirtualMachineInstanceStatus{Phase: v1.Scheduled}
+	got, _ := Derive(cur, Facts{Domain: DomainRunning, Accelerator: v1.AcceleratorTCG, Now: t1})
+	if got.Accelerator != v1.AcceleratorTCG {
+		t.Errorf("accelerator = %q, want TCG", got.Accelerator)
+	}
+	// Facts without one (no readable launch spec) keep what the status says.
+	again, _ := Derive(got, Facts{Domain: DomainRunning, Now: t1})
+	if again.Accelerator != v1.AcceleratorTCG {
+		t.Errorf("accelerator after facts without one = %q, want TCG kept", again.Accelerator)
+	}
+}

@@ -6,10 +6,10 @@
 // writer per field) status.phase from
 // Scheduled on, status.phaseTransitionTimestamps for those phases, the
 // conditions Ready, Paused, AgentConnected and LiveMigratable,
-// status.interfaces and status.guestOSInfo. Derive copies everything else
-// from the current status untouched, so the caller can compare old and new
-// and patch only when they differ; the patch applies only the agent's fields
-// (v1.StatusApply with v1.ManagerAgent).
+// status.interfaces, status.guestOSInfo and status.accelerator. Derive
+// copies everything else from the current status untouched, so the caller
+// can compare old and new and patch only when they differ; the patch
+// applies only the agent's fields (v1.StatusApply with v1.ManagerAgent).
 //
 // Invariants:
 //   - A phase only moves along v1.VirtualMachineInstancePhase.CanTransitionTo;

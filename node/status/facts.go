@@ -45,6 +45,10 @@ type Facts struct {
 	// GuestOSInfo replaces status.guestOSInfo when not zero.
 	GuestOSInfo v1.VirtualMachineInstanceGuestOSInfo
 
+	// Accelerator replaces status.accelerator when set: what QEMU was
+	// launched with (KVM or TCG).
+	Accelerator v1.Accelerator
+
 	// Interfaces replaces status.interfaces when not nil.
 	Interfaces []v1.VirtualMachineInstanceNetworkInterface
 

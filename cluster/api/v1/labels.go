@@ -31,6 +31,12 @@ const (
 	// CPU manager policy (exclusive CPUs for Guaranteed pods); launcher pods
 	// of VMIs with dedicatedCpuPlacement select it, as KubeVirt's do.
 	CPUManagerLabel = "cpumanager"
+	// KVMLabel on a node is "true" when its agent found KVM usable there
+	// (nodevirt's own label: a /dev/kvm that cannot run ordinary guests,
+	// e.g. one backed by kvm_pvm, is "false"). The controller's
+	// useEmulation "auto" keeps emulated launcher pods off nodes labelled
+	// "true" and sends a VMI to KVM when an eligible node has it.
+	KVMLabel = "nodevirt.io/kvm"
 	// HeartbeatAnnotation on a node holds the agent's last heartbeat (RFC 3339).
 	HeartbeatAnnotation = "kubevirt.io/heartbeat"
 	// PVCCapacitiesAnnotation on a launcher pod (nodevirt's own, written by

@@ -117,6 +117,7 @@ func StatusOwnership() []StatusField {
 		vmi("status.conditions[type=LiveMigratable]", ManagerAgent, agentPhases...),
 		vmi("status.interfaces", ManagerAgent, agentPhases...),
 		vmi("status.guestOSInfo", ManagerAgent, agentPhases...),
+		vmi("status.accelerator", ManagerAgent, agentPhases...),
 
 		// Migration (docs/migration.md): the migration controller names the
 		// migration and its target and hands the VMI over to the target

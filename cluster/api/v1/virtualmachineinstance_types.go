@@ -19,6 +19,7 @@ import (
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="Live-Migratable",type=string,JSONPath=".status.conditions[?(@.type=='LiveMigratable')].status",priority=1
 // +kubebuilder:printcolumn:name="Paused",type=string,JSONPath=".status.conditions[?(@.type=='Paused')].status",priority=1
+// +kubebuilder:printcolumn:name="Accelerator",type=string,JSONPath=".status.accelerator",priority=1
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be no more than 63 characters: the name is used in pod labels"
 // +kubebuilder:validation:XValidation:rule="(has(oldSelf.status) && has(oldSelf.status.phase) ? oldSelf.status.phase : \"\") == (has(self.status) && has(self.status.phase) ? self.status.phase : \"\") || ((has(oldSelf.status) && has(oldSelf.status.phase) ? oldSelf.status.phase : \"\") + '>' + (has(self.status) && has(self.status.phase) ? self.status.phase : \"\")) in ['>Pending', '>Scheduling', '>Scheduled', '>Failed', 'Pending>Scheduling', 'Pending>Scheduled', 'Pending>Failed', 'Scheduling>Scheduled', 'Scheduling>Failed', 'Scheduled>Running', 'Scheduled>Succeeded', 'Scheduled>Failed', 'Running>Succeeded', 'Running>Failed', 'Running>Unknown', 'Unknown>Running', 'Unknown>Succeeded', 'Unknown>Failed']",messageExpression="'status.phase: transition from ' + (has(oldSelf.status) && has(oldSelf.status.phase) ? oldSelf.status.phase : '(unset)') + ' to ' + (has(self.status) && has(self.status.phase) ? self.status.phase : '(unset)') + ' is not allowed'",fieldPath=".status.phase",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="(has(self.spec.domain.memory) && has(self.spec.domain.memory.guest)) || (has(self.spec.domain.resources) && has(self.spec.domain.resources.requests) && 'memory' in self.spec.domain.resources.requests)",fieldPath=".spec.domain.memory.guest",message="guest memory is not set: set spec.domain.memory.guest or spec.domain.resources.requests.memory",reason=FieldValueRequired
@@ -185,6 +186,12 @@ type VirtualMachineInstanceStatus struct {
 	Interfaces []VirtualMachineInstanceNetworkInterface `json:"interfaces,omitempty"`
 	// +optional
 	GuestOSInfo VirtualMachineInstanceGuestOSInfo `json:"guestOSInfo,omitempty"`
+	// Accelerator is how QEMU runs the guest on its node: KVM, or TCG
+	// (emulation). nodevirt's own field (KubeVirt's VMI has none); the
+	// node agent writes it when it launches QEMU.
+	// +optional
+	// +kubebuilder:validation:Enum=KVM;TCG
+	Accelerator Accelerator `json:"accelerator,omitempty"`
 	// +optional
 	MigrationState *VirtualMachineInstanceMigrationState `json:"migrationState,omitempty"`
 	// ActivePods maps launcher pod UIDs to the node each runs on. It is
@@ -288,3 +295,13 @@ type VirtualMachineInstanceGuestOSInfo struct {
 	// +optional
 	ID string `json:"id,omitempty"`
 }
+
+// Accelerator is the way QEMU runs a guest's vCPUs.
+type Accelerator string
+
+const (
+	// AcceleratorKVM: hardware virtualization through /dev/kvm.
+	AcceleratorKVM Accelerator = "KVM"
+	// AcceleratorTCG: QEMU's emulator, for nodes without usable KVM.
+	AcceleratorTCG Accelerator = "TCG"
+)
