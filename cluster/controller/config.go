@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
-
 	"github.com/nodevirt/nodevirt/cluster/certsigner"
+	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
+	"github.com/nodevirt/nodevirt/cluster/liveconfig"
+	"github.com/nodevirt/nodevirt/cluster/migration"
 	"github.com/nodevirt/nodevirt/cluster/node"
 	"github.com/nodevirt/nodevirt/cluster/vmi"
 )
@@ -40,6 +43,15 @@ type Config struct {
 	// Emulation is useEmulation: auto (the default: TCG only where no
 	// KVM node fits the VMI), true (TCG everywhere) or false (KVM only).
 	Emulation vmi.EmulationMode
+	// LauncherPullPolicy is the launcher image's pull policy in launcher
+	// pods ("": IfNotPresent).
+	LauncherPullPolicy corev1.PullPolicy
+	// CPUAllocationRatio: a VMI without a CPU request gets 1/ratio of a
+	// CPU per vCPU.
+	CPUAllocationRatio int
+	// FeatureGates are the KubeVirt feature gates the KubeVirt resource
+	// names; nodevirt gates nothing, they are reported.
+	FeatureGates []string
 	// PodShape chooses the launcher pods' shape (vmi.ShapeMode; "" is
 	// Auto): one container with image volumes, or the fallback shape.
 	PodShape vmi.ShapeMode
@@ -77,6 +89,7 @@ func DefaultConfig() Config {
 		ConfigMapName:      "nodevirt-config",
 		LauncherImage:      "nodevirt/nodevirt-launcher",
 		Emulation:          vmi.EmulationAuto,
+		CPUAllocationRatio: vmi.DefaultCPUAllocationRatio,
 		HeartbeatThreshold: node.DefaultThreshold,
 		HeartbeatRecheck:   node.DefaultRecheck,
 		CADir:              "/etc/nodevirt-ca",
@@ -104,6 +117,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("useEmulation %q: want auto, true or false", c.Emulation)
 	case c.PodShape != "" && c.PodShape != vmi.ShapeAuto && c.PodShape != vmi.ShapeModeImageVolumes && c.PodShape != vmi.ShapeModeContainers:
 		return fmt.Errorf("launcher pod shape %q: want Auto, ImageVolumes or Containers", c.PodShape)
+	case c.CPUAllocationRatio < 1:
+		return fmt.Errorf("cpuAllocationRatio must be at least 1, got %d", c.CPUAllocationRatio)
 	case c.CertLifetime < 10*time.Minute:
 		return fmt.Errorf("certificate lifetime must be at least 10m (the CSR API minimum), got %s", c.CertLifetime)
 	}
@@ -125,20 +140,32 @@ const (
 	KeyEvictionStrategy = "evictionStrategy"
 )
 
-// WithConfigMap returns c overridden by the ConfigMap's keys; a missing
-// ConfigMap leaves c unchanged.
-func (c Config) WithConfigMap(ctx context.Context, client kubernetes.Interface) (Config, error) {
-	if c.ConfigMapName == "" {
-		return c, nil
+// Read returns c (the flags) overridden by the configuration objects in
+// c.Namespace as they are now: the ConfigMap's keys, then the KubeVirt
+// resource's spec.configuration (liveconfig.Select picks it), validated.
+// Missing objects leave c's values.
+func (c Config) Read(ctx context.Context, kube kubernetes.Interface, kv versioned.Interface) (Config, error) {
+	var cm *corev1.ConfigMap
+	if c.ConfigMapName != "" {
+		got, err := kube.CoreV1().ConfigMaps(c.Namespace).Get(ctx, c.ConfigMapName, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return c, fmt.Errorf("read configmap %s/%s: %w", c.Namespace, c.ConfigMapName, err)
+		default:
+			cm = got
+		}
 	}
-	cm, err := client.CoreV1().ConfigMaps(c.Namespace).Get(ctx, c.ConfigMapName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return c, nil
-	}
+	list, err := kv.KubevirtV1().KubeVirts(c.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return c, fmt.Errorf("read configmap %s/%s: %w", c.Namespace, c.ConfigMapName, err)
+		return c, fmt.Errorf("list KubeVirt resources in %s: %w", c.Namespace, err)
 	}
-	return c.withData(cm.Data)
+	all := make([]*v1.KubeVirt, 0, len(list.Items))
+	for i := range list.Items {
+		all = append(all, &list.Items[i])
+	}
+	chosen, _ := liveconfig.Select(all)
+	return c.withObjects(cm, chosen)
 }
 
 func (c Config) withData(data map[string]string) (Config, error) {
@@ -182,4 +209,59 @@ func (c Config) withData(data map[string]string) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// withKubeVirt returns c overridden by the KubeVirt resource's
+// spec.configuration (KubeVirt's field names); unset fields keep c's.
+func (c Config) withKubeVirt(kv *v1.KubeVirt) Config {
+	conf := kv.Spec.Configuration
+	if dc := conf.DeveloperConfiguration; dc != nil {
+		switch {
+		case dc.UseEmulation == nil:
+		case *dc.UseEmulation:
+			c.Emulation = vmi.EmulationAlways
+		default:
+			c.Emulation = vmi.EmulationNever
+		}
+		if dc.CPUAllocationRatio > 0 {
+			c.CPUAllocationRatio = dc.CPUAllocationRatio
+		}
+		c.FeatureGates = append([]string(nil), dc.FeatureGates...)
+	}
+	if m := conf.MigrationConfiguration; m != nil {
+		c.Migrations = *m.DeepCopy()
+	}
+	if e := conf.EvictionStrategy; e != nil {
+		c.EvictionStrategy = *e
+	}
+	if conf.ImagePullPolicy != "" {
+		c.LauncherPullPolicy = conf.ImagePullPolicy
+	}
+	return c
+}
+
+// withObjects is c (the flags) overridden by the ConfigMap, then by the
+// KubeVirt resource (either may be nil), validated.
+func (c Config) withObjects(cm *corev1.ConfigMap, kv *v1.KubeVirt) (Config, error) {
+	if cm != nil {
+		var err error
+		if c, err = c.withData(cm.Data); err != nil {
+			return c, err
+		}
+	}
+	if kv != nil {
+		c = c.withKubeVirt(kv)
+	}
+	return c, c.Validate()
+}
+
+// podConfig is the launcher pod configuration c gives.
+func (c Config) podConfig() vmi.PodConfig {
+	return vmi.PodConfig{LauncherImage: c.LauncherImage, LauncherPullPolicy: c.LauncherPullPolicy,
+		EmulationMode: c.Emulation, CPUAllocationRatio: c.CPUAllocationRatio}
+}
+
+// migrationConfig is the migration controller's configuration c gives.
+func (c Config) migrationConfig() migration.Config {
+	return migration.Config{Migrations: c.Migrations, EvictionStrategy: c.EvictionStrategy}
 }

@@ -81,6 +81,8 @@ func TestConfig_Validate(t *testing.T) {
 		"no lease name":       func(c *Config) { c.LeaseName = "" },
 		"zero heartbeat poll": func(c *Config) { c.HeartbeatRecheck = 0 },
 		"cert lifetime < 10m": func(c *Config) { c.CertLifetime = 5 * time.Minute },
+		"cpu ratio 0":         func(c *Config) { c.CPUAllocationRatio = 0 },
+		"unknown emulation":   func(c *Config) { c.Emulation = "sometimes" },
 	} {
 		c := ok
 		mod(&c)
@@ -107,5 +109,81 @@ func TestConfig_DeployedConfigMap(t *testing.T) {
 	}
 	if ptr.Deref(got.Migrations.ParallelMigrationsPerCluster, 0) != v1.DefaultParallelMigrationsPerCluster || got.EvictionStrategy != v1.EvictionStrategyNone {
 		t.Errorf("migrations = %+v, evictionStrategy = %q", got.Migrations, got.EvictionStrategy)
+	}
+}
+
+func TestConfig_WithObjects(t *testing.T) {
+	base := DefaultConfig()
+	base.Identity = "x"
+	cm := &corev1.ConfigMap{Data: map[string]string{KeyLauncherImage: "reg/launcher:2", KeyUseEmulation: "true", KeyEvictionStrategy: "None",
+		KeyMigrations: "parallelMigrationsPerCluster: 3"}}
+	kv := func(c v1.KubeVirtConfiguration) *v1.KubeVirt {
+		return &v1.KubeVirt{Spec: v1.KubeVirtSpec{Configuration: c}}
+	}
+	live := v1.EvictionStrategyLiveMigrate
+	tests := []struct {
+		name string
+		cm   *corev1.ConfigMap
+		kv   *v1.KubeVirt
+		want func(*Config)
+	}{
+		{"neither: the flags", nil, nil, func(*Config) {}},
+		{"ConfigMap only", cm, nil, func(c *Config) {
+			c.LauncherImage, c.Emulation, c.EvictionStrategy = "reg/launcher:2", vmi.EmulationAlways, v1.EvictionStrategyNone
+			c.Migrations = v1.MigrationConfiguration{ParallelMigrationsPerCluster: ptr.To[uint32](3)}
+		}},
+		{"an empty KubeVirt keeps the ConfigMap's", cm, kv(v1.KubeVirtConfiguration{}), func(c *Config) {
+			c.LauncherImage, c.Emulation, c.EvictionStrategy = "reg/launcher:2", vmi.EmulationAlways, v1.EvictionStrategyNone
+			c.Migrations = v1.MigrationConfiguration{ParallelMigrationsPerCluster: ptr.To[uint32](3)}
+		}},
+		{"the KubeVirt's fields win", cm, kv(v1.KubeVirtConfiguration{
+			DeveloperConfiguration: &v1.DeveloperConfiguration{UseEmulation: ptr.To(false), CPUAllocationRatio: 4, FeatureGates: []string{"Snapshot"}},
+			MigrationConfiguration: &v1.MigrationConfiguration{AllowPostCopy: ptr.To(true)},
+			EvictionStrategy:       &live,
+			ImagePullPolicy:        corev1.PullAlways,
+		}), func(c *Config) {
+			c.LauncherImage, c.Emulation, c.CPUAllocationRatio, c.FeatureGates = "reg/launcher:2", vmi.EmulationNever, 4, []string{"Snapshot"}
+			c.Migrations = v1.MigrationConfiguration{AllowPostCopy: ptr.To(true)}
+			c.EvictionStrategy, c.LauncherPullPolicy = live, corev1.PullAlways
+		}},
+		{"useEmulation true", nil, kv(v1.KubeVirtConfiguration{DeveloperConfiguration: &v1.DeveloperConfiguration{UseEmulation: ptr.To(true)}}),
+			func(c *Config) { c.Emulation = vmi.EmulationAlways }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := base.withObjects(tc.cm, tc.kv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := base
+			tc.want(&want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := base.withObjects(&corev1.ConfigMap{Data: map[string]string{KeyUseEmulation: "maybe"}}, nil); err == nil {
+		t.Error("a ConfigMap value that does not parse: no error")
+	}
+}
+
+// The shipped KubeVirt example must be one the controller takes as is.
+func TestConfig_ExampleKubeVirt(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "examples", "kubevirt.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kv v1.KubeVirt
+	if err := yaml.UnmarshalStrict(data, &kv); err != nil {
+		t.Fatal(err)
+	}
+	base := DefaultConfig()
+	base.Identity = "x"
+	got, err := base.withObjects(nil, &kv)
+	if err != nil {
+		t.Fatalf("deploy/examples/kubevirt.yaml: %v", err)
+	}
+	if got.CPUAllocationRatio != 10 || got.Emulation != vmi.EmulationAuto || got.LauncherPullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("config from the example: %+v", got)
 	}
 }

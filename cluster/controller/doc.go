@@ -17,11 +17,20 @@
 // controllers have stopped (elected), never before: a successor must not
 // work alongside a predecessor finishing a sync.
 //
-// Configuration: flags give defaults; the ConfigMap nodevirt-config in the
-// controller's namespace, read once at start-up, overrides them with keys
+// Configuration (config.go): flags give defaults; the ConfigMap
+// nodevirt-config in the controller's namespace overrides them with keys
 // launcherImage, useEmulation ("auto", "true" or "false"),
-// heartbeatThreshold (a Go duration), migrations (YAML with KubeVirt's
-// migrations fields) and evictionStrategy (KubeVirt's cluster default). A change takes effect on the next start of the leader.
+// launcherPodShape, heartbeatThreshold (a Go duration), migrations (YAML
+// with KubeVirt's migrations fields) and evictionStrategy; the KubeVirt
+// resource in the same namespace overrides both with KubeVirt's
+// spec.configuration fields (developerConfiguration.useEmulation,
+// cpuAllocationRatio and featureGates, migrations, evictionStrategy,
+// imagePullPolicy). Both are read when a replica becomes leader (an
+// invalid value stops it) and then watched (cluster/liveconfig): launcher
+// image and pull policy, emulation, cpuAllocationRatio and the migration
+// limits and options are live, in force for the next pod and migration;
+// launcherPodShape, heartbeatThreshold and the eviction strategy's cluster
+// default take effect on the next start of the leader.
 //
 // Logging: log/slog; klog (used by client-go, leader election) is routed
 // into the same handler. Metrics go to the injected prometheus registry.

@@ -12,6 +12,7 @@ import (
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	kvlisters "github.com/nodevirt/nodevirt/cluster/client/listers/api/v1"
 	mlisters "github.com/nodevirt/nodevirt/cluster/client/listers/migrations/v1alpha1"
+	"github.com/nodevirt/nodevirt/cluster/liveconfig"
 	"github.com/nodevirt/nodevirt/cluster/migration"
 	"github.com/nodevirt/nodevirt/cluster/node"
 	"github.com/nodevirt/nodevirt/cluster/reconcile"
@@ -26,10 +27,10 @@ type migrationLoops struct {
 	loops                           []*reconcile.Loop
 }
 
-func (s *system) migration(cfg Config, d Deps, inf informerSet, recorder record.EventRecorder, metrics *reconcile.Metrics, shapes *vmi.Shapes, accelerators *vmi.Accelerators) (*migrationLoops, error) {
+func (s *system) migration(cfg Config, live *liveconfig.Store[Config], d Deps, inf informerSet, recorder record.EventRecorder, metrics *reconcile.Metrics, shapes *vmi.Shapes, accelerators *vmi.Accelerators) (*migrationLoops, error) {
 	vmis := kvlisters.NewVirtualMachineInstanceLister(inf.vmis.GetIndexer())
 	vmims := kvlisters.NewVirtualMachineInstanceMigrationLister(inf.vmims.GetIndexer())
-	mcfg := migration.Config{Migrations: cfg.Migrations, EvictionStrategy: cfg.EvictionStrategy}
+	mcfg := cfg.migrationConfig()
 	l := &migrationLoops{
 		migrations: reconcile.New("migration", nil, d.Log, metrics),
 		budgets: reconcile.New("disruption-budget", &migration.DisruptionBudgets{
@@ -41,7 +42,9 @@ func (s *system) migration(cfg Config, d Deps, inf informerSet, recorder record.
 	l.migrations.SetSyncer(migration.New(migration.Deps{
 		Migrations: vmims, VMIs: vmis, Pods: inf.pods.GetIndexer(), PodAPI: d.Kube.CoreV1(),
 		Client: d.Kubevirt.KubevirtV1(), Recorder: recorder, Queue: l.migrations,
-		PodConfig: vmi.PodConfig{LauncherImage: cfg.LauncherImage}, Shapes: shapes, Accelerators: accelerators, Config: mcfg,
+		PodConfig: cfg.podConfig(), Shapes: shapes, Accelerators: accelerators, Config: mcfg,
+		LivePodConfig: func() vmi.PodConfig { return live.Current().podConfig() },
+		LiveConfig:    func() migration.Config { return live.Current().migrationConfig() },
 		Policies: &migration.Policies{
 			Policies:   mlisters.NewMigrationPolicyLister(inf.policies.GetIndexer()),
 			Namespaces: corelisters.NewNamespaceLister(inf.namespaces.GetIndexer()),

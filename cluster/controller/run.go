@@ -107,14 +107,13 @@ func mux(watchdog *leaderelection.HealthzAdaptor, reg *prometheus.Registry) *htt
 
 // lead builds informers and controllers and runs them until ctx ends.
 func lead(ctx context.Context, cfg Config, d Deps) error {
-	cfg, err := cfg.WithConfigMap(ctx, d.Kube)
+	flags := cfg
+	cfg, err := cfg.Read(ctx, d.Kube, d.Kubevirt)
 	if err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("controller config from configmap: %w", err)
+		return fmt.Errorf("controller config from the ConfigMap and the KubeVirt resource: %w", err)
 	}
 	d.Log.Info("configuration", "launcherImage", cfg.LauncherImage, "emulation", cfg.Emulation,
+		"cpuAllocationRatio", cfg.CPUAllocationRatio, "featureGates", cfg.FeatureGates,
 		"heartbeatThreshold", cfg.HeartbeatThreshold, "caDir", cfg.CADir, "certLifetime", cfg.CertLifetime)
 	var ca *certsigner.CA
 	if cfg.CADir != "" {
@@ -129,7 +128,7 @@ func lead(ctx context.Context, cfg Config, d Deps) error {
 		d.Log.Warn("launcher pods get the Containers shape", "err", err)
 	}
 	d.Log.Info("launcher pod shape", "mode", cfg.PodShape, "apiServerKeepsImageVolumes", imageVolumes)
-	s, err := build(cfg, d, ca, imageVolumes)
+	s, err := build(cfg, flags, d, ca, imageVolumes)
 	if err != nil {
 		return err
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -22,6 +24,7 @@ import (
 	kvinformers "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions"
 	kvlisters "github.com/nodevirt/nodevirt/cluster/client/listers/api/v1"
 	"github.com/nodevirt/nodevirt/cluster/instancetype"
+	"github.com/nodevirt/nodevirt/cluster/liveconfig"
 	"github.com/nodevirt/nodevirt/cluster/migration"
 	"github.com/nodevirt/nodevirt/cluster/node"
 	"github.com/nodevirt/nodevirt/cluster/reconcile"
@@ -35,9 +38,13 @@ type system struct {
 	kubeFactory informers.SharedInformerFactory
 	podFactory  informers.SharedInformerFactory
 	// caFactory watches the CA bundle ConfigMap (nil without a signer).
-	caFactory   informers.SharedInformerFactory
-	broadcaster record.EventBroadcaster
-	loops       []*reconcile.Loop
+	caFactory informers.SharedInformerFactory
+	// configFactory and kubeVirtFactory watch the configuration objects
+	// in the controller's namespace (liveconfig).
+	configFactory   informers.SharedInformerFactory
+	kubeVirtFactory kvinformers.SharedInformerFactory
+	broadcaster     record.EventBroadcaster
+	loops           []*reconcile.Loop
 }
 
 // informerSet are the informers the controllers share.
@@ -46,10 +53,11 @@ type informerSet struct {
 	policies, namespaces                      cache.SharedIndexInformer
 }
 
-// build wires the controllers; ca (nil: no signer) signs node API
-// certificates; imageVolumes is the API server's answer to
-// vmi.ProbeImageVolumes.
-func build(cfg Config, d Deps, ca *certsigner.CA, imageVolumes bool) (*system, error) {
+// build wires the controllers; cfg is the configuration read at start-up
+// from flags (the defaults live changes start from) and the configuration
+// objects; ca (nil: no signer) signs node API certificates; imageVolumes
+// is the API server's answer to vmi.ProbeImageVolumes.
+func build(cfg, flags Config, d Deps, ca *certsigner.CA, imageVolumes bool) (*system, error) {
 	s := &system{
 		kvFactory:   kvinformers.NewSharedInformerFactory(d.Kubevirt, 0),
 		kubeFactory: informers.NewSharedInformerFactory(d.Kube, 0),
@@ -75,7 +83,11 @@ func build(cfg Config, d Deps, ca *certsigner.CA, imageVolumes bool) (*system, e
 	pods := inf.pods.GetIndexer()
 	nodes := corelisters.NewNodeLister(inf.nodes.GetIndexer())
 	shapes := &vmi.Shapes{Mode: cfg.PodShape, APIKeeps: imageVolumes, Nodes: nodes}
-	accelerators := &vmi.Accelerators{Mode: cfg.Emulation, Nodes: nodes}
+	accelerators := &vmi.Accelerators{Nodes: nodes}
+	live, err := s.liveConfig(cfg, flags, d, recorder)
+	if err != nil {
+		return nil, err
+	}
 
 	vmLoop := reconcile.New("vm", nil, d.Log, metrics)
 	vmLoop.SetSyncer(vm.New(vm.Deps{
@@ -90,7 +102,8 @@ func build(cfg Config, d Deps, ca *certsigner.CA, imageVolumes bool) (*system, e
 		VMIs: kvlisters.NewVirtualMachineInstanceLister(inf.vmis.GetIndexer()), Pods: pods,
 		PVCs:   corelisters.NewPersistentVolumeClaimLister(inf.pvcs.GetIndexer()),
 		PodAPI: d.Kube.CoreV1(), Client: d.Kubevirt.KubevirtV1(), Recorder: recorder, Queue: vmiLoop,
-		Config: vmi.PodConfig{LauncherImage: cfg.LauncherImage}, Shapes: shapes, Accelerators: accelerators,
+		Config: cfg.podConfig(), Live: func() vmi.PodConfig { return live.Current().podConfig() },
+		Shapes: shapes, Accelerators: accelerators,
 	})
 	vmiLoop.SetSyncer(vmiCtl)
 	nodeLoop := reconcile.New("node", nil, d.Log, metrics)
@@ -101,7 +114,7 @@ func build(cfg Config, d Deps, ca *certsigner.CA, imageVolumes bool) (*system, e
 		Threshold: cfg.HeartbeatThreshold, Recheck: cfg.HeartbeatRecheck,
 	}))
 	s.loops = []*reconcile.Loop{vmLoop, vmiLoop, nodeLoop}
-	mig, err := s.migration(cfg, d, inf, recorder, metrics, shapes, accelerators)
+	mig, err := s.migration(cfg, live, d, inf, recorder, metrics, shapes, accelerators)
 	if err != nil {
 		return nil, err
 	}
@@ -215,22 +228,53 @@ func (s *system) informers() (informerSet, error) {
 	return inf, nil
 }
 
+// liveConfig watches the ConfigMap and the KubeVirt resources of the
+// controller's namespace and keeps the configuration in force (initially
+// cfg) current: flags overridden by them (Config.withObjects).
+func (s *system) liveConfig(cfg, flags Config, d Deps, recorder record.EventRecorder) (*liveconfig.Store[Config], error) {
+	s.kubeVirtFactory = kvinformers.NewSharedInformerFactoryWithOptions(d.Kubevirt, 0, kvinformers.WithNamespace(cfg.Namespace))
+	kvs := s.kubeVirtFactory.Kubevirt().V1().KubeVirts()
+	deps := liveconfig.Deps[Config]{
+		KubeVirts: kvs.Lister().KubeVirts(cfg.Namespace),
+		Compute:   flags.withObjects, Recorder: recorder, Log: d.Log,
+	}
+	watched := []cache.SharedIndexInformer{kvs.Informer()}
+	if cfg.ConfigMapName != "" {
+		s.configFactory = informers.NewSharedInformerFactoryWithOptions(d.Kube, 0, informers.WithNamespace(cfg.Namespace),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", cfg.ConfigMapName).String()
+			}))
+		cms := s.configFactory.Core().V1().ConfigMaps()
+		deps.ConfigMapName, deps.ConfigMaps = cfg.ConfigMapName, cms.Lister().ConfigMaps(cfg.Namespace)
+		watched = append(watched, cms.Informer())
+	}
+	live := liveconfig.New(cfg, deps)
+	for _, i := range watched {
+		if err := i.SetTransform(stripManagedFields); err != nil {
+			return nil, fmt.Errorf("informer transform: %w", err)
+		}
+		if _, err := i.AddEventHandler(live.Handler()); err != nil {
+			return nil, fmt.Errorf("configuration informer: %w", err)
+		}
+	}
+	return live, nil
+}
+
 // run starts the informers, waits for their caches and runs the loops until
 // ctx ends.
 func (s *system) run(ctx context.Context, workers int) error {
 	defer s.broadcaster.Shutdown()
-	s.kvFactory.Start(ctx.Done())
-	s.kubeFactory.Start(ctx.Done())
-	s.podFactory.Start(ctx.Done())
-	if s.caFactory != nil {
-		s.caFactory.Start(ctx.Done())
-		defer s.caFactory.Shutdown()
+	factories := s.factories()
+	for _, f := range factories {
+		f.Start(ctx.Done())
+		defer f.Shutdown()
 	}
-	defer s.kvFactory.Shutdown()
-	defer s.kubeFactory.Shutdown()
-	defer s.podFactory.Shutdown()
-	if !cacheSynced(ctx, s) {
-		return errors.New("informer caches did not sync")
+	for _, f := range factories {
+		for _, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return errors.New("informer caches did not sync")
+			}
+		}
 	}
 	var wg sync.WaitGroup
 	for _, l := range s.loops {
@@ -244,30 +288,24 @@ func (s *system) run(ctx context.Context, workers int) error {
 	return nil
 }
 
-func cacheSynced(ctx context.Context, s *system) bool {
-	for _, ok := range s.kvFactory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return false
-		}
-	}
-	for _, ok := range s.kubeFactory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return false
-		}
-	}
-	for _, ok := range s.podFactory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return false
-		}
-	}
+// informerFactory is what run needs of client-go's and the generated
+// informer factories.
+type informerFactory interface {
+	Start(stopCh <-chan struct{})
+	Shutdown()
+	WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
+}
+
+// factories are the system's informer factories.
+func (s *system) factories() []informerFactory {
+	out := []informerFactory{s.kvFactory, s.kubeFactory, s.podFactory, s.kubeVirtFactory}
 	if s.caFactory != nil {
-		for _, ok := range s.caFactory.WaitForCacheSync(ctx.Done()) {
-			if !ok {
-				return false
-			}
-		}
+		out = append(out, s.caFactory)
 	}
-	return true
+	if s.configFactory != nil {
+		out = append(out, s.configFactory)
+	}
+	return out
 }
 
 // launcherPodExists reports whether the pod index holds a pod of vmi.

@@ -92,7 +92,7 @@ func (c *Controller) finalizer(ctx context.Context, m *v1.VirtualMachineInstance
 }
 
 func (c *Controller) createTargetPod(ctx context.Context, o Observed) error {
-	cfg := c.d.Accelerators.TargetConfig(c.d.Shapes.Config(c.d.PodConfig), o.SourcePod)
+	cfg := c.d.Accelerators.TargetConfig(c.d.Shapes.Config(c.podConfig()), o.SourcePod)
 	pod, err := vmi.RenderTargetPod(o.VMI, cfg, vmi.ModesOfPod(o.SourcePod), vmi.TargetOptions{
 		MigrationUID: string(o.VMIM.UID), Name: targetPodName(o.VMI.Name, string(o.VMIM.UID)),
 		Source: o.SourcePod, AddedNodeSelector: o.VMIM.Spec.AddedNodeSelector,

@@ -50,6 +50,11 @@ type Deps struct {
 	// Policies may be nil (no MigrationPolicies).
 	Policies  PolicyResolver
 	PodConfig vmi.PodConfig
+	// LivePodConfig and LiveConfig, when set, are the configuration in
+	// force, read for each migration instead of PodConfig and Config
+	// (cluster/liveconfig).
+	LivePodConfig func() vmi.PodConfig
+	LiveConfig    func() Config
 	// Shapes chooses each target pod's shape (nil: PodConfig.Shape).
 	Shapes *vmi.Shapes
 	// Accelerators gives each target pod its source's accelerator (nil:
@@ -61,6 +66,23 @@ type Deps struct {
 
 // Controller drives VirtualMachineInstanceMigrations.
 type Controller struct{ d Deps }
+
+// config is the configuration in force: LiveConfig's with defaults, else
+// Config.
+func (c *Controller) config() Config {
+	if c.d.LiveConfig != nil {
+		return c.d.LiveConfig().withDefaults()
+	}
+	return c.d.Config
+}
+
+// podConfig is the launcher pod configuration in force.
+func (c *Controller) podConfig() vmi.PodConfig {
+	if c.d.LivePodConfig != nil {
+		return c.d.LivePodConfig()
+	}
+	return c.d.PodConfig
+}
 
 // New returns a migration controller.
 func New(d Deps) *Controller {
@@ -100,7 +122,8 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 
 func (c *Controller) observe(ctx context.Context, m *v1.VirtualMachineInstanceMigration) (Observed, error) {
 	o := Observed{VMIM: m, Now: c.d.Now()}
-	o.UnschedulableTimeout, o.PendingTimeout = podTimeouts(m, c.d.Config)
+	cfg := c.config()
+	o.UnschedulableTimeout, o.PendingTimeout = podTimeouts(m, cfg)
 	vm, err := c.d.VMIs.VirtualMachineInstances(m.Namespace).Get(m.Spec.VMIName)
 	if apierrors.IsNotFound(err) {
 		return o, nil
@@ -109,9 +132,9 @@ func (c *Controller) observe(ctx context.Context, m *v1.VirtualMachineInstanceMi
 		return o, fmt.Errorf("get vmi %s/%s: %w", m.Namespace, m.Spec.VMIName, err)
 	}
 	o.VMI = vm
-	o.Migration = WithDefaults(c.d.Config.Migrations)
+	o.Migration = WithDefaults(cfg.Migrations)
 	if c.d.Policies != nil {
-		mc, err := c.d.Policies.Resolve(vm, c.d.Config.Migrations)
+		mc, err := c.d.Policies.Resolve(vm, cfg.Migrations)
 		if err != nil {
 			return o, err
 		}
@@ -161,7 +184,7 @@ func (c *Controller) wait(m *v1.VirtualMachineInstanceMigration, vm *v1.VirtualM
 		}
 		others = append(others, s)
 	}
-	lim := c.d.Config.Migrations
+	lim := c.config().Migrations
 	return admit(self, others, *lim.ParallelMigrationsPerCluster, *lim.ParallelOutboundMigrationsPerNode), nil
 }
 

@@ -139,26 +139,25 @@ func KeptOffKVMNodes(pod *corev1.Pod) bool {
 }
 
 // Accelerators chooses the accelerator of each new launcher pod from the
-// configured mode and the current KVM nodes.
+// configuration's EmulationMode and the current KVM nodes.
 type Accelerators struct {
-	Mode  EmulationMode
 	Nodes corelisters.NodeLister
 }
 
 // Config returns cfg with the accelerator for vmi's launcher pod rendered
-// now; a nil Accelerators keeps cfg's.
+// now; a nil Accelerators, or a cfg without an EmulationMode, keeps cfg's.
 func (a *Accelerators) Config(cfg PodConfig, vmi *v1.VirtualMachineInstance) PodConfig {
-	if a == nil {
+	if a == nil || cfg.EmulationMode == "" {
 		return cfg
 	}
 	var kvmNodes []*corev1.Node
-	if a.Mode == EmulationAuto && a.Nodes != nil {
+	if cfg.EmulationMode == EmulationAuto && a.Nodes != nil {
 		// A lister error leaves no KVM node: the VMI runs emulated, on a
 		// node without KVM, rather than not at all.
 		kvmNodes, _ = a.Nodes.List(labels.SelectorFromSet(labels.Set{v1.KVMLabel: "true"}))
 	}
-	cfg.Emulation = ChooseEmulation(a.Mode, vmi, kvmNodes)
-	cfg.AvoidKVMNodes = cfg.Emulation && a.Mode == EmulationAuto
+	cfg.Emulation = ChooseEmulation(cfg.EmulationMode, vmi, kvmNodes)
+	cfg.AvoidKVMNodes = cfg.Emulation && cfg.EmulationMode == EmulationAuto
 	return cfg
 }
 
@@ -170,6 +169,6 @@ func (a *Accelerators) TargetConfig(cfg PodConfig, source *corev1.Pod) PodConfig
 		return cfg
 	}
 	cfg.Emulation = !RequestsKVM(source)
-	cfg.AvoidKVMNodes = cfg.Emulation && a.Mode == EmulationAuto
+	cfg.AvoidKVMNodes = cfg.Emulation && cfg.EmulationMode == EmulationAuto
 	return cfg
 }

@@ -158,18 +158,21 @@ func TestAccelerators(t *testing.T) {
 	zoneA := baseVMI(func(vmi *v1.VirtualMachineInstance) { vmi.Spec.NodeSelector = map[string]string{"zone": "a"} })
 
 	var nilAcc *Accelerators
-	if got := nilAcc.Config(PodConfig{Emulation: true}, baseVMI()); !got.Emulation || got.AvoidKVMNodes {
+	if got := nilAcc.Config(PodConfig{Emulation: true, EmulationMode: EmulationAuto}, baseVMI()); !got.Emulation || got.AvoidKVMNodes {
 		t.Errorf("nil Accelerators changed the config: %+v", got)
 	}
-	auto := &Accelerators{Mode: EmulationAuto, Nodes: nodes}
-	if got := auto.Config(PodConfig{}, baseVMI()); got.Emulation || got.AvoidKVMNodes {
+	acc := &Accelerators{Nodes: nodes}
+	if got := acc.Config(PodConfig{Emulation: true}, baseVMI()); !got.Emulation || got.AvoidKVMNodes {
+		t.Errorf("no EmulationMode changed the config: %+v", got)
+	}
+	auto, always := PodConfig{EmulationMode: EmulationAuto}, PodConfig{EmulationMode: EmulationAlways}
+	if got := acc.Config(auto, baseVMI()); got.Emulation || got.AvoidKVMNodes {
 		t.Errorf("auto, a KVM node fits: %+v, want KVM", got)
 	}
-	if got := auto.Config(PodConfig{}, zoneA); !got.Emulation || !got.AvoidKVMNodes {
+	if got := acc.Config(auto, zoneA); !got.Emulation || !got.AvoidKVMNodes {
 		t.Errorf("auto, no KVM node fits: %+v, want TCG off KVM nodes", got)
 	}
-	always := &Accelerators{Mode: EmulationAlways, Nodes: nodes}
-	if got := always.Config(PodConfig{}, baseVMI()); !got.Emulation || got.AvoidKVMNodes {
+	if got := acc.Config(always, baseVMI()); !got.Emulation || got.AvoidKVMNodes {
 		t.Errorf("always: %+v, want TCG anywhere", got)
 	}
 
@@ -182,13 +185,13 @@ func TestAccelerators(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A target takes its source's accelerator, whatever the KVM nodes say.
-	if got := auto.TargetConfig(PodConfig{Emulation: true}, kvmPod); got.Emulation {
+	if got := acc.TargetConfig(PodConfig{Emulation: true, EmulationMode: EmulationAuto}, kvmPod); got.Emulation {
 		t.Errorf("target of a KVM source: %+v, want KVM", got)
 	}
-	if got := auto.TargetConfig(PodConfig{}, tcgPod); !got.Emulation || !got.AvoidKVMNodes {
+	if got := acc.TargetConfig(auto, tcgPod); !got.Emulation || !got.AvoidKVMNodes {
 		t.Errorf("target of a TCG source under auto: %+v, want TCG off KVM nodes", got)
 	}
-	if got := always.TargetConfig(PodConfig{}, tcgPod); !got.Emulation || got.AvoidKVMNodes {
+	if got := acc.TargetConfig(always, tcgPod); !got.Emulation || got.AvoidKVMNodes {
 		t.Errorf("target of a TCG source under true: %+v, want TCG anywhere", got)
 	}
 }

@@ -48,6 +48,9 @@ type Deps struct {
 	Recorder record.EventRecorder
 	Queue    Enqueuer // may be nil in tests
 	Config   PodConfig
+	// Live, when set, is the configuration in force, read for each new
+	// pod instead of Config (cluster/liveconfig).
+	Live func() PodConfig
 	// Shapes chooses each new pod's shape (nil: Config.Shape).
 	Shapes *Shapes
 	// Accelerators chooses each new pod's accelerator (nil:
@@ -175,7 +178,11 @@ func (c *Controller) render(vmi *v1.VirtualMachineInstance) (*corev1.Pod, error)
 			caps[vol.Name] = bytes
 		}
 	}
-	pod, err := RenderPod(vmi, c.d.Accelerators.Config(c.d.Shapes.Config(c.d.Config), vmi), modes)
+	cfg := c.d.Config
+	if c.d.Live != nil {
+		cfg = c.d.Live()
+	}
+	pod, err := RenderPod(vmi, c.d.Accelerators.Config(c.d.Shapes.Config(cfg), vmi), modes)
 	if err != nil {
 		return nil, err
 	}

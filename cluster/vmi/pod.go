@@ -62,6 +62,13 @@ type PodConfig struct {
 	// nodevirt.io/kvm=true (useEmulation auto: TCG only where KVM is
 	// missing).
 	AvoidKVMNodes bool
+	// EmulationMode is the cluster's useEmulation, from which Accelerators
+	// sets Emulation and AvoidKVMNodes per pod ("": they are kept).
+	EmulationMode EmulationMode
+	// CPUAllocationRatio: a VMI without a CPU request gets 1/ratio of a
+	// CPU per vCPU (KubeVirt's developerConfiguration.cpuAllocationRatio;
+	// 0 means DefaultCPUAllocationRatio).
+	CPUAllocationRatio int
 	// Shape is how the pod reaches its images ("" is ShapeContainers).
 	Shape PodShape
 }
@@ -203,7 +210,7 @@ func computeContainer(vmi *v1.VirtualMachineInstance, cfg PodConfig, mounts []co
 			{Name: "NODEVIRT_VMI_NAME", Value: vmi.Name},
 			{Name: "NODEVIRT_VMI_UID", Value: string(vmi.UID)},
 		},
-		Resources:       computeResources(&vmi.Spec, cfg.Emulation),
+		Resources:       computeResources(&vmi.Spec, cfg.Emulation, cfg.CPUAllocationRatio),
 		VolumeMounts:    mounts,
 		VolumeDevices:   devices,
 		SecurityContext: containerSecurity(),
@@ -312,10 +319,18 @@ func secretVolumes(name string, ci *v1.CloudInitNoCloudSource) ([]corev1.Volume,
 	return vols, mounts
 }
 
+// DefaultCPUAllocationRatio is KubeVirt's default cpuAllocationRatio: a
+// vCPU requests a tenth of a CPU.
+const DefaultCPUAllocationRatio = 10
+
 // computeResources: memory request = guest + overhead (no overhead with
-// overcommitGuestOverhead), cpu request = vCPUs ÷ 10 unless the VMI asks,
-// the VMI's limits (memory limit + overhead), and the device resources.
-func computeResources(spec *v1.VirtualMachineInstanceSpec, emulation bool) corev1.ResourceRequirements {
+// overcommitGuestOverhead), cpu request = vCPUs ÷ cpuRatio unless the VMI
+// asks, the VMI's limits (memory limit + overhead), and the device
+// resources.
+func computeResources(spec *v1.VirtualMachineInstanceSpec, emulation bool, cpuRatio int) corev1.ResourceRequirements {
+	if cpuRatio <= 0 {
+		cpuRatio = DefaultCPUAllocationRatio
+	}
 	req := corev1.ResourceList{}
 	lim := corev1.ResourceList{}
 	for k, v := range spec.Domain.Resources.Requests {
@@ -338,7 +353,7 @@ func computeResources(spec *v1.VirtualMachineInstanceSpec, emulation bool) corev
 		lim[corev1.ResourceMemory] = q
 	}
 	if _, ok := req[corev1.ResourceCPU]; !ok {
-		req[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(vcpus(spec))*100, resource.DecimalSI)
+		req[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(vcpus(spec))*1000/int64(cpuRatio), resource.DecimalSI)
 	}
 	if n := dedicatedCPUs(spec); n > 0 {
 		// Guaranteed QoS with whole CPUs: the static CPU manager makes them

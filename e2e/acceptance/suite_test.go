@@ -68,6 +68,7 @@ var extras = []extra{
 	{19, "Pool", testPool},
 	{18, "DevicesOutliveAgent", testDevicesOutliveAgent},
 	{20, "Accelerator", testAccelerator},
+	{20, "LiveConfiguration", testLiveConfiguration},
 	{23, "PodShape", testPodShape},
 	// Last: it redeploys nodevirt on the fallback shape and back.
 	{23, "PodShapeFallback", testPodShapeFallback},

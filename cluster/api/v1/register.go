@@ -30,6 +30,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&VirtualMachineInstance{}, &VirtualMachineInstanceList{},
 		&VirtualMachineInstanceMigration{}, &VirtualMachineInstanceMigrationList{},
 		&VirtualMachineInstanceReplicaSet{}, &VirtualMachineInstanceReplicaSetList{},
+		&KubeVirt{}, &KubeVirtList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -66,6 +66,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Instancetype().V1beta1().VirtualMachinePreferences().Informer()}, nil
 
 		// Group=kubevirt.io, Version=v1
+	case v1.SchemeGroupVersion.WithResource("kubevirts"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubevirt().V1().KubeVirts().Informer()}, nil
 	case v1.SchemeGroupVersion.WithResource("virtualmachines"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubevirt().V1().VirtualMachines().Informer()}, nil
 	case v1.SchemeGroupVersion.WithResource("virtualmachineinstances"):

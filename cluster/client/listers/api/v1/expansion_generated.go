@@ -18,6 +18,14 @@ limitations under the License.
 
 package v1
 
+// KubeVirtListerExpansion allows custom methods to be added to
+// KubeVirtLister.
+type KubeVirtListerExpansion interface{}
+
+// KubeVirtNamespaceListerExpansion allows custom methods to be added to
+// KubeVirtNamespaceLister.
+type KubeVirtNamespaceListerExpansion interface{}
+
 // VirtualMachineListerExpansion allows custom methods to be added to
 // VirtualMachineLister.
 type VirtualMachineListerExpansion interface{}

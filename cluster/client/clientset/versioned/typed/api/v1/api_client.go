@@ -28,6 +28,7 @@ import (
 
 type KubevirtV1Interface interface {
 	RESTClient() rest.Interface
+	KubeVirtsGetter
 	VirtualMachinesGetter
 	VirtualMachineInstancesGetter
 	VirtualMachineInstanceMigrationsGetter
@@ -37,6 +38,10 @@ type KubevirtV1Interface interface {
 // KubevirtV1Client is used to interact with features provided by the kubevirt.io group.
 type KubevirtV1Client struct {
 	restClient rest.Interface
+}
+
+func (c *KubevirtV1Client) KubeVirts(namespace string) KubeVirtInterface {
+	return newKubeVirts(c, namespace)
 }
 
 func (c *KubevirtV1Client) VirtualMachines(namespace string) VirtualMachineInterface {

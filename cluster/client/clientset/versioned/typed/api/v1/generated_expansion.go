@@ -18,6 +18,8 @@ limitations under the License.
 
 package v1
 
+type KubeVirtExpansion interface{}
+
 type VirtualMachineExpansion interface{}
 
 type VirtualMachineInstanceExpansion interface{}

@@ -1,0 +1,137 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// KubeVirt configures nodevirt cluster-wide, as KubeVirt's resource of the
+// same name does: one per cluster, in nodevirt's namespace. The controller
+// watches it; a change of spec.configuration is in force for the next
+// launcher pod and migration without restarting anything, and running VMIs
+// keep what they were started with (cluster/liveconfig).
+//
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=kubevirts,singular=kubevirt,shortName=kv;kvs,categories=all
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=".status.phase"
+type KubeVirt struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec KubeVirtSpec `json:"spec,omitempty"`
+	// +optional
+	// +nullable
+	Status KubeVirtStatus `json:"status,omitempty"`
+}
+
+// KubeVirtList is a list of KubeVirt resources.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+type KubeVirtList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []KubeVirt `json:"items"`
+}
+
+// KubeVirtSpec is the desired installation and configuration, with
+// KubeVirt's field names; nodevirt knows the ones listed here and the API
+// server refuses others.
+type KubeVirtSpec struct {
+	// ImagePullPolicy of nodevirt's own component images.
+	// +optional
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+	// Configuration is the cluster-wide configuration of VMs.
+	// +optional
+	Configuration KubeVirtConfiguration `json:"configuration,omitempty"`
+}
+
+// KubeVirtConfiguration is spec.configuration.
+type KubeVirtConfiguration struct {
+	// +optional
+	DeveloperConfiguration *DeveloperConfiguration `json:"developerConfiguration,omitempty"`
+	// MigrationConfiguration holds the live migration limits and options;
+	// unset fields take KubeVirt's defaults.
+	// +optional
+	MigrationConfiguration *MigrationConfiguration `json:"migrations,omitempty"`
+	// EvictionStrategy is the default of VMIs that set none.
+	// +optional
+	EvictionStrategy *EvictionStrategy `json:"evictionStrategy,omitempty"`
+	// ImagePullPolicy of the launcher image in launcher pods.
+	// +optional
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+}
+
+// DeveloperConfiguration is spec.configuration.developerConfiguration.
+type DeveloperConfiguration struct {
+	// FeatureGates names KubeVirt feature gates to enable. nodevirt has no
+	// gated features: the list is accepted and reported.
+	// +optional
+	// +listType=set
+	FeatureGates []string `json:"featureGates,omitempty"`
+	// UseEmulation: true runs every guest under TCG (no launcher pod
+	// requests /dev/kvm), false runs guests only under KVM. Unset, the
+	// default, is nodevirt's auto: KVM where a node fits the VMI with it,
+	// TCG only where KVM is missing.
+	// +optional
+	UseEmulation *bool `json:"useEmulation,omitempty"`
+	// CPUAllocationRatio: a launcher pod requests 1/ratio of a CPU per
+	// vCPU when its VMI sets no CPU request (KubeVirt's default 10).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	CPUAllocationRatio int `json:"cpuAllocationRatio,omitempty"`
+}
+
+// KubeVirtStatus is the observed state of the installation.
+type KubeVirtStatus struct {
+	// +optional
+	Phase KubeVirtPhase `json:"phase,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []KubeVirtCondition `json:"conditions,omitempty"`
+	// +optional
+	ObservedKubeVirtVersion string `json:"observedKubeVirtVersion,omitempty"`
+	// +optional
+	TargetKubeVirtVersion string `json:"targetKubeVirtVersion,omitempty"`
+	// +optional
+	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
+}
+
+// KubeVirtPhase is the installation's phase.
+//
+// +kubebuilder:validation:Enum=Deploying;Deployed;Deleting;Deleted
+type KubeVirtPhase string
+
+// KubeVirt phases, KubeVirt's spellings.
+const (
+	KubeVirtPhaseDeploying KubeVirtPhase = "Deploying"
+	KubeVirtPhaseDeployed  KubeVirtPhase = "Deployed"
+	KubeVirtPhaseDeleting  KubeVirtPhase = "Deleting"
+	KubeVirtPhaseDeleted   KubeVirtPhase = "Deleted"
+)
+
+// KubeVirtCondition is one condition of a KubeVirt resource (Available,
+// Progressing, Degraded).
+type KubeVirtCondition struct {
+	Type   string                 `json:"type"`
+	Status corev1.ConditionStatus `json:"status"`
+	// +optional
+	// +nullable
+	LastProbeTime metav1.Time `json:"lastProbeTime,omitempty"`
+	// +optional
+	// +nullable
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+}
