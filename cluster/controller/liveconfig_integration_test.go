@@ -16,6 +16,7 @@ import (
 	"github.com/nodevirt/nodevirt/cluster/liveconfig"
 	"github.com/nodevirt/nodevirt/cluster/vmi"
 	"github.com/nodevirt/nodevirt/hack/testenv"
+	"github.com/nodevirt/nodevirt/hack/testenv/apiserver"
 )
 
 // TestIntegration_LiveConfig runs the controller against a real
@@ -25,7 +26,7 @@ import (
 // pods of running VMIs stay as they are. Invalid values are refused: by
 // the API server at admission (naming the field) for the KubeVirt, by the
 // controller (an event, the configuration in force kept, no restart) for
-// the ConfigMap.
+// the ConfigMap; a second KubeVirt is refused by deploy/admission's policy.
 func TestIntegration_LiveConfig(t *testing.T) {
 	c := startCluster(t)
 	leader := c.startReplica(t, "live")
@@ -96,10 +97,10 @@ func TestIntegration_LiveConfig(t *testing.T) {
 			"spec.configuration.evictionStrategy":                          {EvictionStrategy: ptr.To(v1.EvictionStrategy("Evict"))},
 			"spec.configuration.imagePullPolicy":                           {ImagePullPolicy: "Sometimes"},
 		} {
-			_, err := kvs.Create(ctx, &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Spec: v1.KubeVirtSpec{Configuration: kv}}, metav1.CreateOptions{})
+			_, err := kvs.Create(ctx, &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt"}, Spec: v1.KubeVirtSpec{Configuration: kv}}, metav1.CreateOptions{})
 			if err == nil || !strings.Contains(err.Error(), field) {
 				t.Errorf("invalid %s: err = %v, want a refusal naming the field", field, err)
-				_ = kvs.Delete(ctx, "bad", metav1.DeleteOptions{})
+				_ = kvs.Delete(ctx, "kubevirt", metav1.DeleteOptions{})
 			}
 		}
 	})
@@ -166,24 +167,25 @@ func TestIntegration_LiveConfig(t *testing.T) {
 		}
 	})
 
-	t.Run("SecondKubeVirtIgnored", func(t *testing.T) {
-		_, err := kvs.Create(ctx, &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Name: "second"}, Spec: v1.KubeVirtSpec{Configuration: v1.KubeVirtConfiguration{
-			DeveloperConfiguration: &v1.DeveloperConfiguration{CPUAllocationRatio: 1},
-		}}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
+	t.Run("SecondKubeVirtRefused", func(t *testing.T) {
+		apiserver.InstallAdmissionPolicy(t, c.kube, "kubevirt-singleton.yaml")
+		second := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Name: "second"}}
+		testenv.Eventually(t, 30*time.Second, "a second KubeVirt refused", func() bool {
+			_, err := kvs.Create(ctx, second, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err != nil && strings.Contains(err.Error(), "a cluster has one KubeVirt, nodevirt/kubevirt")
+		})
+		_, err := c.kv.KubevirtV1().KubeVirts(ns).Create(ctx, &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt", Namespace: ns}}, metav1.CreateOptions{})
+		if err == nil || !strings.Contains(err.Error(), "metadata.name: a cluster has one KubeVirt") {
+			t.Errorf("a KubeVirt in namespace %s: %v, want a refusal", ns, err)
 		}
-		event("second", liveconfig.ReasonIgnored)
 		if p := launch("second"); cpu(p) != 500 {
-			t.Errorf("with a second KubeVirt: cpu %dm, want the first's 500m", cpu(p))
+			t.Errorf("after the refusals: cpu %dm, want the first KubeVirt's 500m", cpu(p))
 		}
 	})
 
 	t.Run("DeletedBackToConfigMap", func(t *testing.T) {
-		for _, name := range []string{"kubevirt", "second"} {
-			if err := kvs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
+		if err := kvs.Delete(ctx, "kubevirt", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
 		}
 		eventually("a pod as the ConfigMap says (200m, auto: TCG)", func(p *corev1.Pod) bool { return cpu(p) == 200 && !vmi.RequestsKVM(p) })
 	})

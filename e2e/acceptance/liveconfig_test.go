@@ -14,7 +14,8 @@ import (
 )
 
 // Issue 20: the cluster is configured through the KubeVirt resource, live.
-// An invalid configuration is refused at admission naming the field;
+// An invalid configuration is refused at admission naming the field, and
+// so is a second KubeVirt;
 // applying deploy/examples/kubevirt.yaml with another cpuAllocationRatio
 // changes the CPU request of the next VMI's launcher pod, while a running
 // VMI keeps its pod and its QEMU; deleting the resource brings back the
@@ -40,6 +41,12 @@ func testLiveConfiguration(t *testing.T, s *suite) {
 	defer s.kubectl(t, nil, "delete", "kubevirt", "-n", "nodevirt", "kubevirt", "--wait=true")
 	s.waitEventOn(t, "nodevirt", "kubevirt", liveconfig.ReasonApplied, applied, 30*time.Second)
 	t.Logf("configuration in force %v after kubectl apply", time.Since(applied).Round(time.Millisecond))
+
+	// A second KubeVirt is refused (deploy/admission).
+	second := s.example(t, "kubevirt.yaml", "second")
+	if out, err := s.kubectlErr(second, "apply", "-f", "-"); err == nil || !strings.Contains(out+errString(err), "a cluster has one KubeVirt") {
+		t.Errorf("a second KubeVirt: %v\n%s\nwant a refusal", err, out)
+	}
 
 	after := s.startVMI(t, "cfg-after")
 	defer s.deleteVMI(t, after.Name)

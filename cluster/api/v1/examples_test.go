@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,7 +22,6 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/nodevirt/nodevirt/hack/testenv"
@@ -163,37 +161,13 @@ func createExample(t *testing.T, path string, create func(*unstructured.Unstruct
 	}
 }
 
-// installAdmissionPolicies creates deploy/admission's ValidatingAdmissionPolicies
-// and bindings and waits until the API server enforces them (it type-checks
-// a new policy before it applies it).
+// installAdmissionPolicies creates deploy/admission's policy on
+// annotations and waits until the API server enforces it (it type-checks a
+// new policy before it applies it).
 func installAdmissionPolicies(t *testing.T, kube kubernetes.Interface, dyn dynamic.Interface, ns string) {
 	t.Helper()
 	ctx := t.Context()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(root, "deploy", "admission", "unsupported-annotations.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, doc := range bytes.Split(raw, []byte("\n---\n")) {
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-		if err != nil {
-			t.Fatalf("deploy/admission: %v", err)
-		}
-		switch o := obj.(type) {
-		case *admissionregistrationv1.ValidatingAdmissionPolicy:
-			_, err = kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, o, metav1.CreateOptions{})
-		case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
-			_, err = kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, o, metav1.CreateOptions{})
-		default:
-			t.Fatalf("deploy/admission: unexpected %T", obj)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	apiserver.InstallAdmissionPolicy(t, kube, "unsupported-annotations.yaml")
 	probe := &unstructured.Unstructured{}
 	probe.SetAPIVersion("kubevirt.io/v1")
 	probe.SetKind("VirtualMachineInstance")
