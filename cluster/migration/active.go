@@ -77,14 +77,17 @@ func planDeletion(o Observed, r Result) Result {
 		return r
 	}
 	ms := ours(o)
+	var lostReason, lostMsg string
+	if ms != nil && ms.Completed {
+		lostReason, lostMsg = targetLostAfterCompletion(o)
+	}
 	switch {
 	case ms != nil && ms.Completed && ms.TargetNodeDomainDetected:
 		return r.succeed(o)
 	case ms != nil && ms.Failed:
 		return r.fail(o, ReasonAborted, failureMessage(ms))
-	case ms != nil && ms.Completed && lostAfterCompletion(o):
-		reason, msg := targetLostAfterCompletion(o)
-		return r.fail(o, reason, msg)
+	case lostReason != "":
+		return r.fail(o, lostReason, lostMsg)
 	case ms != nil && ms.StartTimestamp != nil && o.VMI.Status.Phase == v1.Running:
 		r.vmiStatus(o).MigrationState.AbortRequested = true
 		r.setCondition(ConditionAbortRequested, ReasonAborted, "the migration was deleted while running; the source was asked to abort", o.Now)
@@ -106,11 +109,6 @@ func targetLostAfterCompletion(o Observed) (reason, msg string) {
 		return "", ""
 	}
 	return reason, msg + " after the source completed the transfer: the guest is lost with it"
-}
-
-func lostAfterCompletion(o Observed) bool {
-	reason, _ := targetLostAfterCompletion(o)
-	return reason != ""
 }
 
 // prepare names the migration on the VMI: a fresh migrationState (an

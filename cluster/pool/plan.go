@@ -170,7 +170,7 @@ func Index(name string) int {
 func countReady(vms []*v1.VirtualMachine) int {
 	n := 0
 	for _, vm := range vms {
-		if vmReady(vm) {
+		if vm.IsReady() {
 			n++
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -106,7 +105,7 @@ func planRollout(p *poolv1.VirtualMachinePool, mine []*v1.VirtualMachine, vmis m
 			// (KubeVirt's choice) would take a whole pool down on an
 			// upgrade of nodevirt. It is taken as current.
 			r.relabel = append(r.relabel, RevisionLabel{VMI: vmi, Revision: rev})
-		case !vmReady(vm):
+		case !vm.IsReady():
 			r.restart = append(r.restart, vmi) // not serving anyway
 		default:
 			outdated = append(outdated, vmi)
@@ -182,22 +181,5 @@ func maxUnavailable(p *poolv1.VirtualMachinePool) int {
 
 // vmiReady reports a VMI Running with Ready True and not being deleted.
 func vmiReady(vmi *v1.VirtualMachineInstance) bool {
-	if vmi == nil || vmi.DeletionTimestamp != nil || vmi.Status.Phase != v1.Running {
-		return false
-	}
-	for _, c := range vmi.Status.Conditions {
-		if c.Type == v1.VirtualMachineInstanceReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func vmReady(vm *v1.VirtualMachine) bool {
-	for _, c := range vm.Status.Conditions {
-		if c.Type == v1.VirtualMachineReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return vmi != nil && vmi.DeletionTimestamp == nil && vmi.Status.Phase == v1.Running && vmi.IsReady()
 }

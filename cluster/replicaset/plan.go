@@ -116,19 +116,10 @@ func terminating(vmi *v1.VirtualMachineInstance) bool {
 	return false
 }
 
-func ready(vmi *v1.VirtualMachineInstance) bool {
-	for _, c := range vmi.Status.Conditions {
-		if c.Type == v1.VirtualMachineInstanceReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func countReady(vmis []*v1.VirtualMachineInstance) int {
 	n := 0
 	for _, vmi := range vmis {
-		if ready(vmi) {
+		if vmi.IsReady() {
 			n++
 		}
 	}
@@ -162,7 +153,7 @@ func sortForScaleDown(vmis []*v1.VirtualMachineInstance) {
 		if ra, rb := startRank(a), startRank(b); ra != rb {
 			return ra < rb
 		}
-		if ra, rb := ready(a), ready(b); ra != rb {
+		if ra, rb := a.IsReady(), b.IsReady(); ra != rb {
 			return !ra
 		}
 		if ta, tb := a.CreationTimestamp, b.CreationTimestamp; !ta.Equal(&tb) {

@@ -1,0 +1,23 @@
+package v1
+
+import corev1 "k8s.io/api/core/v1"
+
+// IsReady reports whether the VMI's Ready condition is True.
+func (vmi *VirtualMachineInstance) IsReady() bool {
+	for _, c := range vmi.Status.Conditions {
+		if c.Type == VirtualMachineInstanceReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// IsReady reports whether the VM's Ready condition is True.
+func (vm *VirtualMachine) IsReady() bool {
+	for _, c := range vm.Status.Conditions {
+		if c.Type == VirtualMachineReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
