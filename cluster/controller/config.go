@@ -258,7 +258,7 @@ func (c Config) withObjects(cm *corev1.ConfigMap, kv *v1.KubeVirt) (Config, erro
 // podConfig is the launcher pod configuration c gives.
 func (c Config) podConfig() vmi.PodConfig {
 	return vmi.PodConfig{LauncherImage: c.LauncherImage, LauncherPullPolicy: c.LauncherPullPolicy,
-		EmulationMode: c.Emulation, CPUAllocationRatio: c.CPUAllocationRatio}
+		EmulationMode: c.Emulation, ShapeMode: c.PodShape, CPUAllocationRatio: c.CPUAllocationRatio}
 }
 
 // migrationConfig is the migration controller's configuration c gives.

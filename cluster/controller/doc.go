@@ -26,11 +26,10 @@
 // spec.configuration fields (developerConfiguration.useEmulation,
 // cpuAllocationRatio and featureGates, migrations, evictionStrategy,
 // imagePullPolicy). Both are read when a replica becomes leader (an
-// invalid value stops it) and then watched (cluster/liveconfig): launcher
-// image and pull policy, emulation, cpuAllocationRatio and the migration
-// limits and options are live, in force for the next pod and migration;
-// launcherPodShape, heartbeatThreshold and the eviction strategy's cluster
-// default take effect on the next start of the leader.
+// invalid value stops it) and then watched (cluster/liveconfig): every
+// setting is live, in force for the next launcher pod, migration and sync
+// (a change requeues every VMI's disruption budget and every node's
+// evacuation and heartbeat check); running VMIs keep their pods.
 //
 // Logging: log/slog; klog (used by client-go, leader election) is routed
 // into the same handler. Metrics go to the injected prometheus registry.

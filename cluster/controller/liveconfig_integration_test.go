@@ -126,6 +126,22 @@ func TestIntegration_LiveConfig(t *testing.T) {
 		}
 		eventually("a pod requesting /dev/kvm (useEmulation false)", func(p *corev1.Pod) bool { return vmi.RequestsKVM(p) && cpu(p) == 500 })
 
+		// The cluster's default eviction strategy decides for VMIs that
+		// exist: LiveMigrate gives the first VMI a disruption budget.
+		kv, err = kvs.Get(ctx, "kubevirt", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kv.Spec.Configuration.EvictionStrategy = ptr.To(v1.EvictionStrategyLiveMigrate)
+		if _, err := kvs.Update(ctx, kv, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		budget := v1.CreatedByLabel + "=" + first.Labels[v1.CreatedByLabel]
+		testenv.Eventually(t, 15*time.Second, "a disruption budget for the first VMI (evictionStrategy LiveMigrate)", func() (bool, error) {
+			pdbs, err := c.kube.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{LabelSelector: budget})
+			return err == nil && len(pdbs.Items) == 1, err
+		})
+
 		// The running VMI's pod is the one it started with.
 		now, err := c.kube.CoreV1().Pods(ns).Get(ctx, first.Name, metav1.GetOptions{})
 		if err != nil || now.UID != first.UID || cpu(now) != 200 || vmi.RequestsKVM(now) {

@@ -36,6 +36,7 @@ func (s *system) migration(cfg Config, live *liveconfig.Store[Config], d Deps, i
 		budgets: reconcile.New("disruption-budget", &migration.DisruptionBudgets{
 			VMIs: vmis, PDBs: policylisters.NewPodDisruptionBudgetLister(inf.pdbs.GetIndexer()),
 			API: d.Kube.PolicyV1(), Default: cfg.EvictionStrategy,
+			LiveDefault: func() v1.EvictionStrategy { return live.Current().EvictionStrategy },
 		}, d.Log, metrics),
 		evacuation: reconcile.New("evacuation", nil, d.Log, metrics),
 	}
@@ -53,6 +54,7 @@ func (s *system) migration(cfg Config, live *liveconfig.Store[Config], d Deps, i
 	l.evacuation.SetSyncer(&migration.Evacuation{
 		Nodes: corelisters.NewNodeLister(inf.nodes.GetIndexer()), VMIsByNode: inf.vmis.GetIndexer(), NodeIndex: node.VMIsByNode,
 		Migrations: vmims, Client: d.Kubevirt.KubevirtV1(), Queue: l.evacuation, Config: mcfg,
+		Live: func() migration.Config { return live.Current().migrationConfig() },
 	})
 	l.forVMI = migration.EnqueueForVMI(inf.vmims.GetIndexer(), l.migrations.EnqueueKey)
 	l.loops = []*reconcile.Loop{l.migrations, l.budgets, l.evacuation}

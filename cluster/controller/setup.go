@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,6 +113,7 @@ func build(cfg, flags Config, d Deps, ca *certsigner.CA, imageVolumes bool) (*sy
 		PodExists: func(v *v1.VirtualMachineInstance) bool { return launcherPodExists(pods, v) },
 		NodeAPI:   d.Kube.CoreV1(), Client: d.Kubevirt.KubevirtV1(), Recorder: recorder, Queue: nodeLoop,
 		Threshold: cfg.HeartbeatThreshold, Recheck: cfg.HeartbeatRecheck,
+		LiveThreshold: func() time.Duration { return live.Current().HeartbeatThreshold },
 	}))
 	s.loops = []*reconcile.Loop{vmLoop, vmiLoop, nodeLoop}
 	mig, err := s.migration(cfg, live, d, inf, recorder, metrics, shapes, accelerators)
@@ -124,6 +126,18 @@ func build(cfg, flags Config, d Deps, ca *certsigner.CA, imageVolumes bool) (*sy
 		return nil, err
 	}
 	s.loops = append(s.loops, replicaLoops...)
+	// What the configuration decides for existing objects (a VMI's
+	// disruption budget, a node's evacuation and heartbeat verdict) is
+	// looked at again when it changes.
+	live.OnChange(func() {
+		for _, o := range inf.vmis.GetStore().List() {
+			mig.budgets.Enqueue(o)
+		}
+		for _, o := range inf.nodes.GetStore().List() {
+			nodeLoop.Enqueue(o)
+			mig.evacuation.Enqueue(o)
+		}
+	})
 	if ca != nil {
 		loops, err := s.signer(cfg, d, ca, metrics)
 		if err != nil {

@@ -9,9 +9,10 @@
 // cluster/controller/config.go) and swaps it in atomically.
 //
 // Readers call Current for each use, so a change is in force for the next
-// launcher pod, migration or eviction the controllers handle, with no
-// restart; VMIs that run keep the pods they were started with, as
-// KubeVirt's do.
+// launcher pod, migration or sync the controllers handle, with no restart;
+// VMIs that run keep the pods they were started with, as KubeVirt's do.
+// OnChange hooks let the owner requeue what the configuration decides for
+// existing objects.
 //
 // A change that does not compute (a ConfigMap value that does not parse)
 // is refused: the configuration in force stays, and the refusal is logged

@@ -55,6 +55,8 @@ type Store[T any] struct {
 	d   Deps[T]
 	cur atomic.Pointer[T]
 	mu  sync.Mutex // one Refresh at a time
+	// onChange run after each change is put in force.
+	onChange []func()
 	// ignored are the KubeVirts already told they are ignored (by UID).
 	ignored map[string]bool
 }
@@ -66,6 +68,11 @@ func New[T any](initial T, d Deps[T]) *Store[T] {
 	s.cur.Store(&initial)
 	return s
 }
+
+// OnChange adds f to what runs after each change is put in force (e.g.
+// requeueing what the configuration decides for existing objects). Call
+// it before the informers start.
+func (s *Store[T]) OnChange(f func()) { s.onChange = append(s.onChange, f) }
 
 // Current is the configuration in force.
 func (s *Store[T]) Current() T { return *s.cur.Load() }
@@ -118,6 +125,9 @@ func (s *Store[T]) Refresh() {
 	}
 	if cm != nil {
 		s.event(cm, corev1.EventTypeNormal, ReasonApplied, "Configuration in force for new VMIs and migrations")
+	}
+	for _, f := range s.onChange {
+		f()
 	}
 }
 

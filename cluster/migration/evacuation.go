@@ -47,7 +47,10 @@ type Evacuation struct {
 	Client     kvclient.KubevirtV1Interface
 	Queue      Enqueuer
 	Config     Config
-	Now        func() time.Time
+	// Live, when set, is the configuration in force, read for each sync
+	// instead of Config (cluster/liveconfig).
+	Live func() Config
+	Now  func() time.Time
 }
 
 // Sync evacuates the node named by key.
@@ -71,7 +74,11 @@ func (e *Evacuation) Sync(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("list vmims: %w", err)
 	}
-	cfg := e.Config.withDefaults()
+	cfg := e.Config
+	if e.Live != nil {
+		cfg = e.Live()
+	}
+	cfg = cfg.withDefaults()
 	cordoned := Cordoned(node)
 	plan := PlanEvacuation(EvacuationInput{Node: node.Name, Cordoned: cordoned, VMIs: vmisOf(objs), Migrations: all,
 		Default: cfg.EvictionStrategy, PerCluster: *cfg.Migrations.ParallelMigrationsPerCluster,

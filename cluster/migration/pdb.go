@@ -35,6 +35,9 @@ type DisruptionBudgets struct {
 	PDBs    policylisters.PodDisruptionBudgetLister
 	API     policyclient.PodDisruptionBudgetsGetter
 	Default v1.EvictionStrategy
+	// LiveDefault, when set, is the cluster default in force, read for
+	// each sync instead of Default (cluster/liveconfig).
+	LiveDefault func() v1.EvictionStrategy
 }
 
 // Sync reconciles the disruption budget of the VMI named by key.
@@ -54,7 +57,11 @@ func (b *DisruptionBudgets) Sync(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("list pdbs of vmi %s: %w", key, err)
 	}
-	want := WantPDB(vm, b.Default)
+	def := b.Default
+	if b.LiveDefault != nil {
+		def = b.LiveDefault()
+	}
+	want := WantPDB(vm, def)
 	api := b.API.PodDisruptionBudgets(ns)
 	for i, p := range have {
 		if want > 0 && i == 0 {

@@ -64,8 +64,11 @@ type Deps struct {
 	Recorder  record.EventRecorder
 	Queue     Enqueuer // may be nil in tests
 	Threshold time.Duration
-	Recheck   time.Duration
-	Now       func() time.Time
+	// LiveThreshold, when set, is the threshold in force, read for each
+	// sync instead of Threshold (cluster/liveconfig).
+	LiveThreshold func() time.Duration
+	Recheck       time.Duration
+	Now           func() time.Time
 }
 
 // Controller fails VMIs of nodes whose agent stopped heartbeating.
@@ -97,6 +100,17 @@ func New(d Deps) *Controller {
 	return &Controller{d: d, seen: map[string]seenBeat{}}
 }
 
+// threshold is the heartbeat age in force after which a node is
+// unresponsive.
+func (c *Controller) threshold() time.Duration {
+	if c.d.LiveThreshold != nil {
+		if t := c.d.LiveThreshold(); t > 0 {
+			return t
+		}
+	}
+	return c.d.Threshold
+}
+
 // Sync reconciles the node named by key.
 func (c *Controller) Sync(ctx context.Context, key string) error {
 	node, err := c.d.Nodes.Get(key)
@@ -117,7 +131,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	}
 	now := c.d.Now()
 	res := Plan(Observed{Node: node, VMIs: vmis, PodExists: c.d.PodExists, HeartbeatSeen: c.heartbeatSeen(key, node, now),
-		Now: now, Threshold: c.d.Threshold, Recheck: c.d.Recheck})
+		Now: now, Threshold: c.threshold(), Recheck: c.d.Recheck})
 	if res.MarkUnschedulable {
 		if err := c.markUnschedulable(ctx, key); err != nil {
 			return err

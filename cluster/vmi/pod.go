@@ -65,6 +65,9 @@ type PodConfig struct {
 	// EmulationMode is the cluster's useEmulation, from which Accelerators
 	// sets Emulation and AvoidKVMNodes per pod ("": they are kept).
 	EmulationMode EmulationMode
+	// ShapeMode is the cluster's launcherPodShape, from which Shapes sets
+	// Shape per pod ("": the Shapes' own mode).
+	ShapeMode ShapeMode
 	// CPUAllocationRatio: a VMI without a CPU request gets 1/ratio of a
 	// CPU per vCPU (KubeVirt's developerConfiguration.cpuAllocationRatio;
 	// 0 means DefaultCPUAllocationRatio).

@@ -111,27 +111,36 @@ type Shapes struct {
 	Nodes    corelisters.NodeLister
 }
 
-// Config returns cfg with the shape for a pod rendered now; a nil Shapes
-// keeps cfg.Shape.
+// Config returns cfg with the shape for a pod rendered now, in
+// cfg.ShapeMode when set (the configuration in force), else s.Mode; a nil
+// Shapes keeps cfg.Shape.
 func (s *Shapes) Config(cfg PodConfig) PodConfig {
 	if s != nil {
-		cfg.Shape = s.Shape()
+		mode := s.Mode
+		if cfg.ShapeMode != "" {
+			mode = cfg.ShapeMode
+		}
+		cfg.Shape = s.shape(mode)
 	}
 	return cfg
 }
 
-// Shape is the shape for a pod rendered now.
+// Shape is the shape for a pod rendered now in s.Mode.
 func (s *Shapes) Shape() PodShape {
 	if s == nil {
 		return ShapeContainers
 	}
+	return s.shape(s.Mode)
+}
+
+func (s *Shapes) shape(mode ShapeMode) PodShape {
 	var nodes []*corev1.Node
-	if s.Nodes != nil && s.Mode == ShapeAuto {
+	if s.Nodes != nil && mode == ShapeAuto {
 		var err error
 		nodes, err = s.Nodes.List(labels.SelectorFromSet(labels.Set{v1.SchedulableLabel: "true"}))
 		if err != nil {
 			return ShapeContainers
 		}
 	}
-	return ChooseShape(s.Mode, s.APIKeeps, nodes)
+	return ChooseShape(mode, s.APIKeeps, nodes)
 }

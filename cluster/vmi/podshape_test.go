@@ -75,3 +75,17 @@ func TestParseShapeMode(t *testing.T) {
 		t.Error("ParseShapeMode(imagevolumes) accepted a misspelling")
 	}
 }
+
+func TestShapes_ConfigModeInForce(t *testing.T) {
+	s := &Shapes{Mode: ShapeModeContainers, APIKeeps: true}
+	if got := s.Config(PodConfig{}).Shape; got != ShapeContainers {
+		t.Errorf("no mode in the config: %s, want the Shapes' Containers", got)
+	}
+	if got := s.Config(PodConfig{ShapeMode: ShapeModeImageVolumes}).Shape; got != ShapeImageVolumes {
+		t.Errorf("config in force says ImageVolumes: %s", got)
+	}
+	s.APIKeeps = false
+	if got := s.Config(PodConfig{ShapeMode: ShapeModeImageVolumes}).Shape; got != ShapeContainers {
+		t.Errorf("API server drops image volumes: %s, want Containers", got)
+	}
+}
