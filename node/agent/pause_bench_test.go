@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/hack/testenv"
+	"github.com/nodevirt/nodevirt/hack/testenv/bareqemu"
 	"github.com/nodevirt/nodevirt/store"
 )
 
@@ -21,8 +23,12 @@ import (
 // agent's unix socket, real agent process, bbolt file and QEMU under TCG)
 // on one running VM, first with its record alone in the store, then with
 // 100 and 1000 more records (tombstones cloned from it, with full
-// timelines), as a node holds after VMs come and go. It reports; it does not assert
-// timings. It runs only with NODEVIRT_BENCH=1 (make bench-pause).
+// timelines), as a node holds after VMs come and go. In the same run it
+// measures the floors a pause cannot go under: QMP stop and cont on a bare
+// QEMU (same binary, TCG, no agent) and one durable store write of the
+// VM's record in a fresh store file on the same filesystem. It reports; it
+// does not assert timings. It runs only with NODEVIRT_BENCH=1 (make
+// bench-pause).
 func TestPause_Latency(t *testing.T) {
 	if os.Getenv("NODEVIRT_BENCH") != "1" {
 		t.Skip("a measurement: set NODEVIRT_BENCH=1 (make bench-pause)")
@@ -34,11 +40,15 @@ func TestPause_Latency(t *testing.T) {
 	v.waitSerial(t, "NODEVIRT-GUEST-READY", 90*time.Second)
 	c := h.apiHTTP()
 
+	measureQMPFloor(t)
 	measurePause(t, v, c, "1 record", nil)
 	measurePause(t, v, c, "1 record, settled", watchPaused(t, v))
 	seeded := 0
 	for _, n := range []int{100, 1000} {
 		h.stopAgent()
+		if seeded == 0 {
+			measureStoreFloor(t, h.db, string(v.vmi.UID))
+		}
 		seedTombstones(t, h.db, string(v.vmi.UID), seeded, n)
 		seeded = n
 		h.startAgent(t)
@@ -79,6 +89,65 @@ func measurePause(t *testing.T, v *vm, c *http.Client, what string, paused <-cha
 	}
 	t.Logf("%s: pause p50 %v p99 %v; unpause p50 %v p99 %v (%d cycles)", what,
 		pct(pause, 50), pct(pause, 99), pct(unpause, 50), pct(unpause, 99), n)
+}
+
+// measureQMPFloor logs p50 and p99 of 200 QMP stop and cont round trips
+// on a bare QEMU running SeaBIOS under TCG (no agent, no HTTP, no store):
+// the floor of a pause at the node API.
+func measureQMPFloor(t *testing.T) {
+	t.Helper()
+	_, conn := bareqemu.Start(t, "-accel", "tcg", "-machine", "q35", "-m", "128", "-nodefaults")
+	ctx := t.Context()
+	var stop, cont []time.Duration
+	for range 200 {
+		start := time.Now()
+		if err := conn.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		stop = append(stop, time.Since(start))
+		start = time.Now()
+		if err := conn.Cont(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cont = append(cont, time.Since(start))
+	}
+	t.Logf("floor, raw QMP on a bare QEMU: stop p50 %v p99 %v; cont p50 %v p99 %v (200 cycles)",
+		pct(stop, 50), pct(stop, 99), pct(cont, 50), pct(cont, 99))
+}
+
+// measureStoreFloor logs p50 and p99 of 200 durable writes of the record
+// uid (read from the agent's store at path, the agent stopped) with one
+// event, as a pause writes it, into a fresh store file beside it: the
+// store's part of the floor.
+func measureStoreFloor(t *testing.T, path, uid string) {
+	t.Helper()
+	ctx := t.Context()
+	src, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := src.Get(ctx, uid)
+	src.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	floorPath := filepath.Join(filepath.Dir(path), "floor.db")
+	db, err := store.Open(floorPath, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close(); os.Remove(floorPath) }()
+	var puts []time.Duration
+	for i := range 200 {
+		rec.Intent.Paused = i%2 == 0
+		start := time.Now()
+		if err := db.Put(ctx, rec, store.Event{Time: time.Now(), Reason: "Paused", Message: "floor"}); err != nil {
+			t.Fatal(err)
+		}
+		puts = append(puts, time.Since(start))
+	}
+	t.Logf("floor, one store write of the record (%d bytes of launch spec) and an event: p50 %v p99 %v (200 writes)",
+		len(rec.Spec), pct(puts, 50), pct(puts, 99))
 }
 
 // callWith sends method to the VM's public route sub with c.

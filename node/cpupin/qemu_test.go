@@ -5,16 +5,15 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nodevirt/nodevirt/hack/testenv"
+	"github.com/nodevirt/nodevirt/hack/testenv/bareqemu"
 	"github.com/nodevirt/nodevirt/node/cpupin"
 	"github.com/nodevirt/nodevirt/qmp"
 )
@@ -122,40 +121,6 @@ func affinity(t *testing.T, pid, tid int) []int {
 // under multi-threaded TCG, so each vCPU has a thread of its own.
 func startQEMU(t *testing.T, smp int) (int, *qmp.Conn) {
 	t.Helper()
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "qmp.sock")
-	cmd := exec.Command("qemu-system-x86_64", "-accel", "tcg,thread=multi", "-machine", "q35", "-m", "64",
-		"-smp", fmt.Sprint(smp), "-nodefaults", "-no-user-config", "-display", "none", "-S",
-		"-qmp", "unix:"+sock+",server=on,wait=off")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill() // our own child, by pid
-		<-exited
-		if t.Failed() {
-			t.Logf("qemu stderr: %s", stderr.String())
-		}
-	})
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	for {
-		conn, err := qmp.Dial(ctx, sock)
-		if err == nil {
-			t.Cleanup(func() { conn.Close() })
-			return cmd.Process.Pid, conn
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("dial QMP: %v; qemu: %s", err, stderr.String())
-		case <-exited:
-			t.Fatalf("qemu exited: %s", stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	return bareqemu.Start(t, "-accel", "tcg,thread=multi", "-machine", "q35", "-m", "64",
+		"-smp", fmt.Sprint(smp), "-nodefaults", "-S")
 }
