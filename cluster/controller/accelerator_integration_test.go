@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
@@ -48,28 +47,9 @@ func TestIntegration_Accelerator(t *testing.T) {
 	seq := 0
 	next := func(prefix string) string { seq++; return fmt.Sprintf("%s-%d", prefix, seq) }
 
-	// launch creates a VMI and returns its launcher pod once the
-	// controller has made it.
 	launch := func(name string, selector map[string]string) *corev1.Pod {
 		t.Helper()
-		mem := resource.MustParse("64Mi")
-		v, err := c.kv.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, &v1.VirtualMachineInstance{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec:       v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{Memory: &v1.Memory{Guest: &mem}}, NodeSelector: selector},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("create vmi %s: %v", name, err)
-		}
-		var pod *corev1.Pod
-		testenv.Eventually(t, 30*time.Second, "launcher pod of "+name, func() (bool, error) {
-			pods, err := c.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: v1.CreatedByLabel + "=" + string(v.UID)})
-			if err != nil || len(pods.Items) == 0 {
-				return false, err
-			}
-			pod = &pods.Items[0]
-			return true, nil
-		})
-		return pod
+		return c.launch(t, ns, name, v1.VirtualMachineInstanceSpec{NodeSelector: selector})
 	}
 	check := func(pod *corev1.Pod, wantKVM bool) {
 		t.Helper()

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -155,6 +156,34 @@ func (r *replica) signal(s syscall.Signal) {
 	default:
 		_ = r.cmd.Process.Signal(s)
 	}
+}
+
+// launch creates a VMI named name in ns with spec (64Mi of guest memory
+// when it sets none) and returns its launcher pod once the controller has
+// made it.
+func (c *cluster) launch(t testing.TB, ns, name string, spec v1.VirtualMachineInstanceSpec) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	if spec.Domain.Memory == nil {
+		mem := resource.MustParse("64Mi")
+		spec.Domain.Memory = &v1.Memory{Guest: &mem}
+	}
+	v, err := c.kv.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, &v1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: spec,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create vmi %s: %v", name, err)
+	}
+	var pod *corev1.Pod
+	testenv.Eventually(t, 30*time.Second, "launcher pod of "+name, func() (bool, error) {
+		pods, err := c.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: v1.CreatedByLabel + "=" + string(v.UID)})
+		if err != nil || len(pods.Items) == 0 {
+			return false, err
+		}
+		pod = &pods.Items[0]
+		return true, nil
+	})
+	return pod
 }
 
 // --- the test plays the node agent, kubelet and scheduler ---

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -40,25 +39,7 @@ func TestIntegration_LiveConfig(t *testing.T) {
 	launch := func(prefix string) *corev1.Pod {
 		t.Helper()
 		seq++
-		name := fmt.Sprintf("%s-%d", prefix, seq)
-		mem := resource.MustParse("64Mi")
-		v, err := c.kv.KubevirtV1().VirtualMachineInstances(ns).Create(ctx, &v1.VirtualMachineInstance{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec:       v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{Memory: &v1.Memory{Guest: &mem}, CPU: &v1.CPU{Cores: 2}}},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("create vmi %s: %v", name, err)
-		}
-		var pod *corev1.Pod
-		testenv.Eventually(t, 30*time.Second, "launcher pod of "+name, func() (bool, error) {
-			pods, err := c.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: v1.CreatedByLabel + "=" + string(v.UID)})
-			if err != nil || len(pods.Items) == 0 {
-				return false, err
-			}
-			pod = &pods.Items[0]
-			return true, nil
-		})
-		return pod
+		return c.launch(t, ns, fmt.Sprintf("%s-%d", prefix, seq), v1.VirtualMachineInstanceSpec{Domain: v1.DomainSpec{CPU: &v1.CPU{Cores: 2}}})
 	}
 	cpu := func(pod *corev1.Pod) int64 { return pod.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() }
 	// eventually launches VMIs until one's pod satisfies ok: the
