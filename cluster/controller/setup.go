@@ -44,8 +44,11 @@ type system struct {
 	// in the controller's namespace (liveconfig).
 	configFactory   informers.SharedInformerFactory
 	kubeVirtFactory kvinformers.SharedInformerFactory
-	broadcaster     record.EventBroadcaster
-	loops           []*reconcile.Loop
+	// live is the configuration in force, refreshed once the caches
+	// synced and on every change of the configuration objects.
+	live        *liveconfig.Store[Config]
+	broadcaster record.EventBroadcaster
+	loops       []*reconcile.Loop
 }
 
 // informerSet are the informers the controllers share.
@@ -262,7 +265,16 @@ func (s *system) liveConfig(cfg, flags Config, d Deps, recorder record.EventReco
 		deps.ConfigMapName, deps.ConfigMaps = cfg.ConfigMapName, cms.Lister().ConfigMaps(cfg.Namespace)
 		watched = append(watched, cms.Informer())
 	}
+	deps.Synced = func() bool {
+		for _, i := range watched {
+			if !i.HasSynced() {
+				return false
+			}
+		}
+		return true
+	}
 	live := liveconfig.New(cfg, deps)
+	s.live = live
 	for _, i := range watched {
 		if err := i.SetTransform(stripManagedFields); err != nil {
 			return nil, fmt.Errorf("informer transform: %w", err)
@@ -290,6 +302,9 @@ func (s *system) run(ctx context.Context, workers int) error {
 			}
 		}
 	}
+	// Changes between the start-up read and the caches' sync are in force
+	// before the first sync of any controller.
+	s.live.Refresh()
 	var wg sync.WaitGroup
 	for _, l := range s.loops {
 		wg.Add(1)

@@ -46,8 +46,12 @@ type Deps[T any] struct {
 	ConfigMaps    ConfigMapGetter
 	KubeVirts     KubeVirtLister
 	Compute       Compute[T]
-	Recorder      record.EventRecorder
-	Log           *slog.Logger
+	// Synced reports whether the informers behind ConfigMaps and
+	// KubeVirts have listed everything (nil: always). Before that a
+	// lister may lack an object that exists, and Refresh does nothing.
+	Synced   func() bool
+	Recorder record.EventRecorder
+	Log      *slog.Logger
 }
 
 // Store holds the configuration in force.
@@ -100,8 +104,12 @@ func (s *Store[T]) objects() (*corev1.ConfigMap, *v1.KubeVirt, error) {
 }
 
 // Refresh recomputes the configuration from the listers' current objects
-// and swaps it in when it computes and differs.
+// and swaps it in when it computes and differs. It does nothing until the
+// informers have synced: the owner calls it once they have.
 func (s *Store[T]) Refresh() {
+	if s.d.Synced != nil && !s.d.Synced() {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cm, kv, err := s.objects()

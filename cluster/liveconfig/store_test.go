@@ -134,3 +134,21 @@ func TestSelect(t *testing.T) {
 		t.Errorf("only a deleting one: %v, %v; want none", chosen, others)
 	}
 }
+
+func TestStore_NothingBeforeSync(t *testing.T) {
+	synced := false
+	cms := &fakeConfigMaps{cm: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"v": "a"}}}
+	s := New("a/", Deps[string]{ConfigMapName: "cfg", ConfigMaps: cms, KubeVirts: &fakeKubeVirts{}, Compute: compute,
+		Synced: func() bool { return synced }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// Before the sync a lister may lack the ConfigMap: no refresh.
+	cms.cm = nil
+	s.Refresh()
+	if got := s.Current(); got != "a/" {
+		t.Errorf("refresh before the sync changed the configuration to %q", got)
+	}
+	synced = true
+	s.Refresh()
+	if got := s.Current(); got != "/" {
+		t.Errorf("after the sync: %q, want %q", got, "/")
+	}
+}
