@@ -53,7 +53,7 @@ func TestIntegration_Accelerator(t *testing.T) {
 	}
 	check := func(pod *corev1.Pod, wantKVM bool) {
 		t.Helper()
-		if got := vmi.RequestsKVM(pod); got != wantKVM {
+		if got := v1.RequestsKVM(pod); got != wantKVM {
 			t.Errorf("pod %s requests devices.kubevirt.io/kvm: %t, want %t", pod.Name, got, wantKVM)
 		}
 		if got := vmi.KeptOffKVMNodes(pod); got == wantKVM {
@@ -62,7 +62,7 @@ func TestIntegration_Accelerator(t *testing.T) {
 	}
 
 	testenv.Eventually(t, 10*time.Second, "the controller sees the KVM node", func() (bool, error) {
-		return vmi.RequestsKVM(launch(next("warmup"), nil)), nil
+		return v1.RequestsKVM(launch(next("warmup"), nil)), nil
 	})
 	check(launch("anywhere", nil), true)
 	check(launch("zone-b", map[string]string{"zone": "b"}), false)
@@ -84,7 +84,7 @@ func TestIntegration_Accelerator(t *testing.T) {
 	// The controller's node informer sees the change shortly; the first
 	// VMI made after it is emulated.
 	testenv.Eventually(t, 10*time.Second, "the controller sees the cordon", func() (bool, error) {
-		return !vmi.RequestsKVM(launch(next("cordoned"), nil)), nil
+		return !v1.RequestsKVM(launch(next("cordoned"), nil)), nil
 	})
 	cordon(false)
 
@@ -99,6 +99,6 @@ func TestIntegration_Accelerator(t *testing.T) {
 	}
 	testenv.Eventually(t, 10*time.Second, "the controller sees the new verdict", func() (bool, error) {
 		pod := launch(next("nokvm"), nil)
-		return !vmi.RequestsKVM(pod) && vmi.KeptOffKVMNodes(pod), nil
+		return !v1.RequestsKVM(pod) && vmi.KeptOffKVMNodes(pod), nil
 	})
 }

@@ -13,7 +13,6 @@ import (
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/cluster/liveconfig"
-	"github.com/nodevirt/nodevirt/cluster/vmi"
 	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/hack/testenv/apiserver"
 )
@@ -68,8 +67,8 @@ func TestIntegration_LiveConfig(t *testing.T) {
 	// 200m) and the deployed ConfigMap's useEmulation auto, which without
 	// KVM nodes is TCG.
 	first := launch("before")
-	if got := cpu(first); got != 200 || vmi.RequestsKVM(first) {
-		t.Fatalf("before any KubeVirt: cpu request %dm, kvm %t; want 200m under TCG", got, vmi.RequestsKVM(first))
+	if got := cpu(first); got != 200 || v1.RequestsKVM(first) {
+		t.Fatalf("before any KubeVirt: cpu request %dm, kvm %t; want 200m under TCG", got, v1.RequestsKVM(first))
 	}
 
 	t.Run("InvalidRefusedAtAdmission", func(t *testing.T) {
@@ -105,7 +104,7 @@ func TestIntegration_LiveConfig(t *testing.T) {
 		if _, err := kvs.Update(ctx, kv, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually("a pod requesting /dev/kvm (useEmulation false)", func(p *corev1.Pod) bool { return vmi.RequestsKVM(p) && cpu(p) == 500 })
+		eventually("a pod requesting /dev/kvm (useEmulation false)", func(p *corev1.Pod) bool { return v1.RequestsKVM(p) && cpu(p) == 500 })
 
 		// The cluster's default eviction strategy decides for VMIs that
 		// exist: LiveMigrate gives the first VMI a disruption budget.
@@ -125,7 +124,7 @@ func TestIntegration_LiveConfig(t *testing.T) {
 
 		// The running VMI's pod is the one it started with.
 		now, err := c.kube.CoreV1().Pods(ns).Get(ctx, first.Name, metav1.GetOptions{})
-		if err != nil || now.UID != first.UID || cpu(now) != 200 || vmi.RequestsKVM(now) {
+		if err != nil || now.UID != first.UID || cpu(now) != 200 || v1.RequestsKVM(now) {
 			t.Errorf("the first VMI's pod after the changes: %v, %v", now, err)
 		}
 	})
@@ -151,8 +150,8 @@ func TestIntegration_LiveConfig(t *testing.T) {
 			}
 		}()
 		event("nodevirt-config", liveconfig.ReasonRefused)
-		if p := launch("after-bad"); !vmi.RequestsKVM(p) || cpu(p) != 500 {
-			t.Errorf("after a refused change: kvm %t, cpu %dm; want the configuration in force (KVM, 500m)", vmi.RequestsKVM(p), cpu(p))
+		if p := launch("after-bad"); !v1.RequestsKVM(p) || cpu(p) != 500 {
+			t.Errorf("after a refused change: kvm %t, cpu %dm; want the configuration in force (KVM, 500m)", v1.RequestsKVM(p), cpu(p))
 		}
 		select {
 		case <-leader.exited:
@@ -184,6 +183,6 @@ func TestIntegration_LiveConfig(t *testing.T) {
 		if err := kvs.Delete(ctx, "kubevirt", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually("a pod as the ConfigMap says (200m, auto: TCG)", func(p *corev1.Pod) bool { return cpu(p) == 200 && !vmi.RequestsKVM(p) })
+		eventually("a pod as the ConfigMap says (200m, auto: TCG)", func(p *corev1.Pod) bool { return cpu(p) == 200 && !v1.RequestsKVM(p) })
 	})
 }

@@ -82,20 +82,6 @@ func kvmNodeFits(n *corev1.Node, required nodeaffinity.RequiredNodeAffinity, tol
 	return !untolerated
 }
 
-// RequestsKVM reports whether a launcher pod was given /dev/kvm: one of
-// its containers has a devices.kubevirt.io/kvm limit.
-func RequestsKVM(pod *corev1.Pod) bool {
-	if pod == nil {
-		return false
-	}
-	for _, c := range pod.Spec.Containers {
-		if _, ok := c.Resources.Limits[ResourceKVM]; ok {
-			return true
-		}
-	}
-	return false
-}
-
 // avoidKVMNodes adds a required node affinity that keeps pod off nodes
 // labelled nodevirt.io/kvm=true, to every term (the terms are ORed, so
 // the requirement must be in each).
@@ -168,7 +154,7 @@ func (a *Accelerators) TargetConfig(cfg PodConfig, source *corev1.Pod) PodConfig
 	if a == nil || source == nil {
 		return cfg
 	}
-	cfg.Emulation = !RequestsKVM(source)
+	cfg.Emulation = !v1.RequestsKVM(source)
 	cfg.AvoidKVMNodes = cfg.Emulation && cfg.EmulationMode == EmulationAuto
 	return cfg
 }

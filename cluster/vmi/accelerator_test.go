@@ -129,7 +129,7 @@ func TestRenderPod_Accelerator(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := RequestsKVM(pod); got != tc.wantKVM {
+			if got := v1.RequestsKVM(pod); got != tc.wantKVM {
 				t.Errorf("requests kvm = %t, want %t", got, tc.wantKVM)
 			}
 			var terms []corev1.NodeSelectorTerm

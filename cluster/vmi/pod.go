@@ -45,7 +45,7 @@ const (
 	GracePeriodExtra = 15
 
 	// ResourceKVM and ResourceTun are the node agent's device plugin resources.
-	ResourceKVM = corev1.ResourceName("devices.kubevirt.io/kvm")
+	ResourceKVM = v1.KVMResource
 	ResourceTun = corev1.ResourceName("devices.kubevirt.io/tun")
 )
 

@@ -64,7 +64,7 @@ func testAccelerator(t *testing.T, s *suite) {
 	started := s.startVMI(t, name)
 	defer s.deleteVMI(t, name)
 	pod := s.launcherPod(t, started)
-	if got := vmi.RequestsKVM(&pod); got != wantKVMRequest {
+	if got := v1.RequestsKVM(&pod); got != wantKVMRequest {
 		t.Errorf("launcher pod requests devices.kubevirt.io/kvm: %t, want %t (%d KVM nodes)", got, wantKVMRequest, kvmNodes)
 	}
 	if got := vmi.KeptOffKVMNodes(&pod); got == wantKVMRequest {

@@ -178,10 +178,10 @@ func checkSameAccelerator(t *testing.T, before, after *vmiView, src, dst *corev1
 	if before.Status.Accelerator == "" || after.Status.Accelerator != before.Status.Accelerator {
 		t.Errorf("status.accelerator %q before the migration, %q after; want it set and the same", before.Status.Accelerator, after.Status.Accelerator)
 	}
-	if s, d := vmi.RequestsKVM(src), vmi.RequestsKVM(dst); s != d {
+	if s, d := v1.RequestsKVM(src), v1.RequestsKVM(dst); s != d {
 		t.Errorf("source pod %s requests /dev/kvm: %t, target pod %s: %t", src.Name, s, dst.Name, d)
 	}
-	if !vmi.RequestsKVM(dst) && !vmi.KeptOffKVMNodes(dst) {
+	if !v1.RequestsKVM(dst) && !vmi.KeptOffKVMNodes(dst) {
 		t.Errorf("emulated target pod %s is not kept off KVM nodes (affinity %+v)", dst.Name, dst.Spec.Affinity)
 	}
 }

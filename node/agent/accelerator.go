@@ -3,31 +3,20 @@ package agent
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/node/deviceplugin"
 	"github.com/nodevirt/nodevirt/node/launchspec/convert"
 )
 
 // podKVM is the KVM a launcher pod's QEMU can use: the node's, if the pod
 // was given /dev/kvm (a devices.kubevirt.io/kvm request, which the device
-// plugin answers with the device). A cluster running VMs under emulation
-// does not request it, and QEMU in such a pod on a KVM node gets TCG
-// instead of failing to open /dev/kvm.
+// plugin answers with the device). A pod the controller rendered for
+// emulation (useEmulation) does not request it, and QEMU in such a pod on
+// a KVM node gets TCG instead of failing to open /dev/kvm.
 func podKVM(node convert.KVM, pod *corev1.Pod) convert.KVM {
-	if !node.Usable || requestsKVM(pod) {
+	if !node.Usable || v1.RequestsKVM(pod) {
 		return node
 	}
 	return convert.KVM{Reason: "the launcher pod was not given /dev/kvm (no " + deviceplugin.ResourceKVM +
-		" request: the cluster configuration runs VMs under emulation)"}
-}
-
-func requestsKVM(pod *corev1.Pod) bool {
-	if pod == nil {
-		return false
-	}
-	for _, c := range pod.Spec.Containers {
-		if _, ok := c.Resources.Limits[deviceplugin.ResourceKVM]; ok {
-			return true
-		}
-	}
-	return false
+		" request: the controller chose emulation for this VMI, by useEmulation)"}
 }
