@@ -96,7 +96,11 @@ func facts(o *Observation) (status.Facts, bool) {
 	}
 	if o.Record != nil {
 		f.Interfaces = statusInterfaces(o.Record.Interfaces)
-		f.Accelerator = recordAccelerator(o.Record.Spec)
+		if o.VMI == nil || o.VMI.Status.Accelerator == "" {
+			// Once in the status it stays (Derive keeps it): the launch
+			// spec is decoded only until then, not on every sync.
+			f.Accelerator = recordAccelerator(o.Record.Spec)
+		}
 	}
 	f.NotMigratableReason, f.NotMigratableMessage = notMigratable(o.VMI, o.Record)
 	return f, true

@@ -144,6 +144,14 @@ func TestFacts_Accelerator(t *testing.T) {
 			t.Errorf("spec args %s: accelerator %q, want %q", args, f.Accelerator, want)
 		}
 	}
+	// Once the status has it, the spec is not read again.
+	o := obs(v1.Running, withQEMU, func(o *Observation) {
+		o.Record.Spec = json.RawMessage(`{"version":1,"args":["-accel","kvm"]}`)
+		o.VMI.Status.Accelerator = v1.AcceleratorTCG
+	})
+	if f, _ := facts(o); f.Accelerator != "" {
+		t.Errorf("status already says TCG: facts accelerator %q, want none (kept)", f.Accelerator)
+	}
 	if got := recordAccelerator(json.RawMessage(`not json`)); got != "" {
 		t.Errorf("unreadable spec: accelerator %q, want none", got)
 	}
