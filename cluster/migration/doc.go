@@ -13,9 +13,13 @@
 //	Pending → Scheduling → Scheduled → PreparingTarget → TargetReady → Running → Succeeded
 //	   └──────────┴────────────┴─────────────┴───────────────┴───────────┴─────→ Failed
 //
-// Pending: finalizer kubevirt.io/migrationJobFinalize added. A VMI that is
-// not Running, or whose LiveMigratable condition is not True, fails the VMIM
-// at once (condition Failed with the VMI condition's reason and message). A
+// Pending: finalizer kubevirt.io/migrationJobFinalize added. A VMI still
+// starting (Pending, Scheduling, Scheduled) keeps the VMIM Pending with a
+// Waiting condition for up to a minute after the VMIM's creation, so a VMIM
+// created as its VMI turns Running does not lose the race with the cache. A
+// VMI that is not Running after that, or whose LiveMigratable condition is
+// not True, fails the VMIM (condition Failed with the VMI condition's reason
+// and message). A
 // VMI with another migration under way (or an older Pending one), or a
 // cluster past parallelMigrationsPerCluster migrations under way, or a
 // source node past parallelOutboundMigrationsPerNode, keeps the VMIM Pending

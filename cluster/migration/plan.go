@@ -38,6 +38,12 @@ const (
 // waitRetry is how soon a waiting migration is looked at again.
 const waitRetry = 2 * time.Second
 
+// vmiStartWait is how long after its creation a migration waits for a VMI
+// that is still starting (Pending, Scheduling, Scheduled) before it fails:
+// a VMIM created just as its VMI turns Running must not lose the race with
+// the controller's view of that VMI.
+const vmiStartWait = time.Minute
+
 // Observed is what a VMIM sync sees.
 type Observed struct {
 	VMIM *v1.VirtualMachineInstanceMigration
@@ -105,6 +111,10 @@ func planPending(o Observed, r Result) Result {
 	switch {
 	case vmi == nil:
 		return r.fail(o, ReasonVMINotFound, fmt.Sprintf("VMI %s/%s does not exist", o.VMIM.Namespace, o.VMIM.Spec.VMIName))
+	case vmi.DeletionTimestamp == nil && starting(vmi.Status.Phase) && o.Now.Sub(o.VMIM.CreationTimestamp.Time) < vmiStartWait:
+		r.setCondition(ConditionWaiting, "Waiting", fmt.Sprintf("VMI %s is not running yet (phase %q)", vmi.Name, vmi.Status.Phase), o.Now)
+		r.RequeueAfter = waitRetry
+		return r
 	case vmi.DeletionTimestamp != nil || vmi.Status.Phase != v1.Running:
 		return r.fail(o, ReasonVMINotRunning, fmt.Sprintf("VMI %s is not running (phase %q)", vmi.Name, vmi.Status.Phase))
 	}
@@ -123,6 +133,11 @@ func planPending(o Observed, r Result) Result {
 	r.CreateTargetPod = true
 	r.setPhase(v1.MigrationScheduling, o.Now)
 	return r
+}
+
+// starting reports a VMI phase before Running.
+func starting(p v1.VirtualMachineInstancePhase) bool {
+	return p == v1.VmPhaseUnset || p == v1.Pending || p == v1.Scheduling || p == v1.Scheduled
 }
 
 // liveMigratable reads the VMI's LiveMigratable condition.

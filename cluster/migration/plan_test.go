@@ -111,7 +111,17 @@ func TestPlan(t *testing.T) {
 		{"new vmim: target pod created, Scheduling", observed(vmim(""), runningVMI(), nil),
 			want{phase: v1.MigrationScheduling, create: true}},
 		{"vmi missing", observed(vmim(""), nil, nil), want{phase: v1.MigrationFailed, reason: ReasonVMINotFound}},
-		{"vmi not running", observed(vmim(v1.MigrationPending), runningVMI(func(v *v1.VirtualMachineInstance) { v.Status.Phase = v1.Scheduled }), nil),
+		{"vmi still starting, vmim new: wait", func() Observed {
+			m := vmim(v1.MigrationPending)
+			m.CreationTimestamp = metav1.NewTime(now.Add(-time.Second))
+			return observed(m, runningVMI(func(v *v1.VirtualMachineInstance) { v.Status.Phase = v1.Scheduled }), nil)
+		}(), want{phase: v1.MigrationPending, requeue: true}},
+		{"vmi still starting a minute after the vmim", func() Observed {
+			m := vmim(v1.MigrationPending)
+			m.CreationTimestamp = metav1.NewTime(now.Add(-vmiStartWait))
+			return observed(m, runningVMI(func(v *v1.VirtualMachineInstance) { v.Status.Phase = v1.Scheduled }), nil)
+		}(), want{phase: v1.MigrationFailed, reason: ReasonVMINotRunning}},
+		{"vmi stopped", observed(vmim(v1.MigrationPending), runningVMI(func(v *v1.VirtualMachineInstance) { v.Status.Phase = v1.Succeeded }), nil),
 			want{phase: v1.MigrationFailed, reason: ReasonVMINotRunning}},
 		{"not live migratable: its reason", observed(vmim(v1.MigrationPending), runningVMI(func(v *v1.VirtualMachineInstance) {
 			v.Status.Conditions[0].Status, v.Status.Conditions[0].Reason = corev1.ConditionFalse, v1.ReasonDisksNotLiveMigratable
