@@ -59,6 +59,7 @@ func run() error {
 	flag.StringVar(&mf.tlsCert, "metrics-tls-cert", "", "serve /metrics over HTTPS with this certificate (with --metrics-tls-key)")
 	flag.StringVar(&mf.tlsKey, "metrics-tls-key", "", "private key of --metrics-tls-cert")
 	flag.DurationVar(&mf.timeout, "metrics-timeout", 5*time.Second, "deadline of one scrape's VM statistics; a VM slower than that is skipped")
+	flag.BoolVar(&mf.profiling, "profiling", false, "also serve Go's profiles (pprof) under /debug/pprof/ on --metrics-addr")
 	flag.StringVar(&af.socket, "api-socket", "/var/lib/nodevirt/agent.sock", "node API unix socket for nodectl (root only); empty disables it")
 	flag.StringVar(&af.tlsAddr, "api-tls-addr", "", "node API mutual-TLS listen address, e.g. :8186; empty disables it")
 	flag.StringVar(&af.pkiDir, "api-pki-dir", "", "directory keeping the node API serving key and certificate across restarts (default: pki/ next to --db)")

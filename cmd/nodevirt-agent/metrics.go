@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,9 @@ type metricsFlags struct {
 	tlsCert string // serve HTTPS with this certificate and key when both set
 	tlsKey  string
 	timeout time.Duration // deadline of one scrape's VM statistics
+	// profiling serves Go's profiles under /debug/pprof/ as well
+	// (Kubernetes components' --profiling).
+	profiling bool
 }
 
 // metricsMux serves /metrics from reg and /healthz.
@@ -36,6 +40,16 @@ func metricsMux(reg *prometheus.Registry, timeout time.Duration, log *slog.Logge
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return mux
+}
+
+// profile adds Go's profiling handlers (CPU, heap, goroutines, execution
+// trace) under /debug/pprof/.
+func profile(mux *http.ServeMux) {
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }
 
 // newRegistry returns the agent's registry with the Go and process
@@ -57,6 +71,9 @@ func serveMetrics(ctx context.Context, mf metricsFlags, node string, reg *promet
 		return fmt.Errorf("metrics: %w", err)
 	}
 	mux := metricsMux(reg, mf.timeout, log)
+	if mf.profiling {
+		profile(mux)
+	}
 	ln, err := net.Listen("tcp", mf.addr)
 	if err != nil {
 		return fmt.Errorf("metrics: listen %s: %w", mf.addr, err)

@@ -3,9 +3,12 @@ package agent_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +19,8 @@ import (
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/hack/testenv/bareqemu"
+	"github.com/nodevirt/nodevirt/node/api"
+	"github.com/nodevirt/nodevirt/qmp"
 	"github.com/nodevirt/nodevirt/store"
 )
 
@@ -28,19 +33,30 @@ import (
 // QEMU (same binary, TCG, no agent) and one durable store write of the
 // VM's record in a fresh store file on the same filesystem. It reports; it
 // does not assert timings. It runs only with NODEVIRT_BENCH=1 (make
-// bench-pause).
+// bench-pause). With NODEVIRT_BENCH_TRACE=<file> it also writes the
+// agent's execution trace of the first measurement there (go tool trace).
 func TestPause_Latency(t *testing.T) {
 	if os.Getenv("NODEVIRT_BENCH") != "1" {
 		t.Skip("a measurement: set NODEVIRT_BENCH=1 (make bench-pause)")
 	}
 	h := newHarness(t)
+	traceFile := os.Getenv("NODEVIRT_BENCH_TRACE")
+	if traceFile != "" {
+		h.agentArgs = append(h.agentArgs, "--profiling=true")
+	}
 	h.startAgent(t)
 	v := h.createVM(t, "pause", vmOpts{})
 	v.waitPhase(t, v1.Running, 90*time.Second)
 	v.waitSerial(t, "NODEVIRT-GUEST-READY", 90*time.Second)
 	c := h.apiHTTP()
 
-	measureQMPFloor(t)
+	measureQMPFloor(t, h.guest)
+	if traceFile != "" {
+		done := traceAgent(t, h.metricsAddr, traceFile, 2*time.Second)
+		measurePause(t, v, c, "1 record (traced)", nil)
+		<-done
+	}
+	measurePassthrough(t, v, c)
 	measurePause(t, v, c, "1 record", nil)
 	measurePause(t, v, c, "1 record, settled", watchPaused(t, v))
 	seeded := 0
@@ -62,6 +78,33 @@ func TestPause_Latency(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "Ready=True after the benchmark", func() bool {
 		return conditionIs(v.get(), v1.VirtualMachineInstanceReady, corev1.ConditionTrue)
 	})
+}
+
+// traceAgent starts fetching the agent's execution trace of the next d
+// into file; the channel closes when it is written.
+func traceAgent(t *testing.T, addr, file string, d time.Duration) <-chan struct{} {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/trace?seconds=%d", addr, int(d.Seconds())))
+		if err != nil {
+			t.Errorf("trace: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		out, err := os.Create(file)
+		if err != nil {
+			t.Errorf("trace: %v", err)
+			return
+		}
+		defer out.Close()
+		if _, err := io.Copy(out, resp.Body); err != nil {
+			t.Errorf("trace: %v", err)
+		}
+	}()
+	time.Sleep(100 * time.Millisecond) // the trace has started
+	return done
 }
 
 // measurePause runs 200 pause/unpause cycles and logs p50 and p99 of
@@ -91,12 +134,63 @@ func measurePause(t *testing.T, v *vm, c *http.Client, what string, paused <-cha
 		pct(pause, 50), pct(pause, 99), pct(unpause, 50), pct(unpause, 99), n)
 }
 
-// measureQMPFloor logs p50 and p99 of 200 QMP stop and cont round trips
-// on a bare QEMU running SeaBIOS under TCG (no agent, no HTTP, no store):
-// the floor of a pause at the node API.
-func measureQMPFloor(t *testing.T) {
+// measurePassthrough logs p50 and p99 of QMP commands sent through the
+// node API's debug passthrough on the same socket and VM: 200 query-status
+// calls (the request path of a pause: HTTP, resolving the VMI, the
+// domain's QMP connection) and 200 stop/cont cycles (that path plus what
+// stopping this VM's QEMU costs: a pause without its store write and
+// without the reconcile it sets off).
+func measurePassthrough(t *testing.T, v *vm, c *http.Client) {
 	t.Helper()
-	_, conn := bareqemu.Start(t, "-accel", "tcg", "-machine", "q35", "-m", "128", "-nodefaults")
+	call := func(command string) time.Duration {
+		start := time.Now()
+		resp, err := c.Post("http://agent"+api.DebugPrefix+api.RouteQMP+"?vmi="+url.QueryEscape(string(v.vmi.UID)),
+			"application/json", strings.NewReader(`{"execute":"`+command+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d", command, resp.StatusCode)
+		}
+		return time.Since(start)
+	}
+	var query, stop, cont []time.Duration
+	for range 200 {
+		query = append(query, call("query-status"))
+	}
+	for range 200 {
+		stop = append(stop, call("stop"))
+		cont = append(cont, call("cont"))
+	}
+	t.Logf("node API path without the store (QMP passthrough, this VM): query-status p50 %v p99 %v; stop p50 %v p99 %v; cont p50 %v p99 %v (200 each)",
+		pct(query, 50), pct(query, 99), pct(stop, 50), pct(stop, 99), pct(cont, 50), pct(cont, 99))
+}
+
+// measureQMPFloor logs p50 and p99 of 200 QMP stop and cont round trips
+// on bare QEMUs under TCG (no agent, no HTTP, no store): one idle in its
+// firmware, and one running the test guest the measured VM runs (same
+// kernel, initrd and arguments, booted to its ready line), whose vCPU
+// the stop must kick out of TCG: the floor of a pause at the node API.
+func measureQMPFloor(t *testing.T, guest string) {
+	t.Helper()
+	_, idle := bareqemu.Start(t, "-accel", "tcg", "-machine", "q35", "-m", "128", "-nodefaults")
+	qmpRoundTrips(t, idle, "idle firmware")
+	serial := filepath.Join(t.TempDir(), "serial.log")
+	_, booted := bareqemu.Start(t, "-accel", "tcg", "-machine", "q35", "-m", "128", "-nodefaults",
+		"-kernel", filepath.Join(guest, "vmlinux"), "-initrd", filepath.Join(guest, "initrd.img"),
+		"-append", "console=ttyS0 quiet panic=-1", "-serial", "file:"+serial)
+	testenv.Eventually(t, 90*time.Second, "the bare guest is ready", func() bool {
+		b, _ := os.ReadFile(serial)
+		return strings.Contains(string(b), "NODEVIRT-GUEST-READY")
+	})
+	qmpRoundTrips(t, booted, "running the test guest")
+}
+
+// qmpRoundTrips logs p50 and p99 of 200 stop and cont round trips on conn.
+func qmpRoundTrips(t *testing.T, conn *qmp.Conn, what string) {
+	t.Helper()
 	ctx := t.Context()
 	var stop, cont []time.Duration
 	for range 200 {
@@ -111,8 +205,8 @@ func measureQMPFloor(t *testing.T) {
 		}
 		cont = append(cont, time.Since(start))
 	}
-	t.Logf("floor, raw QMP on a bare QEMU: stop p50 %v p99 %v; cont p50 %v p99 %v (200 cycles)",
-		pct(stop, 50), pct(stop, 99), pct(cont, 50), pct(cont, 99))
+	t.Logf("floor, raw QMP on a bare QEMU (%s): stop p50 %v p99 %v; cont p50 %v p99 %v (200 cycles)",
+		what, pct(stop, 50), pct(stop, 99), pct(cont, 50), pct(cont, 99))
 }
 
 // measureStoreFloor logs p50 and p99 of 200 store updates of the record
