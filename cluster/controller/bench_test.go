@@ -3,6 +3,8 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -21,7 +23,9 @@ import (
 // 1000) against a real API server and measures how long the controller
 // process takes to render and create their N launcher pods, and its RSS
 // growth per VMI once every VMI is Scheduling. The setup is heavy: run
-// with -benchtime=1x (make bench-controller).
+// with -benchtime=1x (make bench-controller). With NODEVIRT_BENCH_HEAP=<file>
+// the controller runs with --profiling and its heap profile at the end is
+// written there (go tool pprof).
 func BenchmarkLaunchPods(b *testing.B) {
 	n := 1000
 	if v := os.Getenv("NODEVIRT_BENCH_VMIS"); v != "" {
@@ -38,7 +42,12 @@ func BenchmarkLaunchPods(b *testing.B) {
 func benchLaunchPods(b *testing.B, n int) {
 	b.StopTimer()
 	c := startCluster(b)
-	r := c.startReplica(b, "bench", "--workers=8", "--listen=")
+	heapFile := os.Getenv("NODEVIRT_BENCH_HEAP")
+	listen := ""
+	if heapFile != "" {
+		listen = testenv.FreeLoopbackAddr(b)
+	}
+	r := c.startReplica(b, "bench", "--workers=8", "--listen="+listen, "--profiling="+strconv.FormatBool(heapFile != ""))
 	testenv.Eventually(b, 30*time.Second, "leader", func() (bool, error) { return c.leaseHolder() == "bench", nil })
 	time.Sleep(2 * time.Second) // let the idle controller settle before the baseline
 	before := rssKB(b, r.cmd.Process.Pid)
@@ -74,6 +83,9 @@ func benchLaunchPods(b *testing.B, n int) {
 	b.ReportMetric(float64(n)/podsDone.Seconds(), "pods/s")
 	b.ReportMetric(perVMI, "KiB-RSS/VMI")
 	b.ReportMetric(float64(after)/1024, "MiB-RSS")
+	if heapFile != "" {
+		saveHeap(b, listen, heapFile)
+	}
 	b.Logf("%d VMIs: created by the test in %s; %d pods after %s; all Scheduling after %s; controller RSS %d → %d KiB (%.1f KiB per VMI)",
 		n, created.Round(time.Millisecond), n, podsDone.Round(time.Millisecond), allDone.Round(time.Millisecond), before, after, perVMI)
 }
@@ -108,6 +120,24 @@ func createVMIs(b *testing.B, c *cluster, ns string, n int) {
 	close(errs)
 	for err := range errs {
 		b.Fatalf("create vmi: %v", err)
+	}
+}
+
+// saveHeap writes the heap profile of the controller serving pprof on
+// addr to file, after a GC.
+func saveHeap(b *testing.B, addr, file string) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := os.Create(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer out.Close()
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		b.Fatal(err)
 	}
 }
 

@@ -32,6 +32,9 @@ type Deps struct {
 	Kubevirt versioned.Interface
 	Log      *slog.Logger
 	Registry *prometheus.Registry
+	// Debug, when set, is served under /debug/ on ListenAddr (the
+	// --profiling flag's pprof handler).
+	Debug http.Handler
 }
 
 // Run serves /healthz and /metrics, campaigns for the lease and, while
@@ -57,7 +60,7 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 		if err != nil {
 			return fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
 		}
-		srv := &http.Server{Handler: mux(watchdog, d.Registry), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: mux(watchdog, d.Registry, d.Debug), ReadHeaderTimeout: 5 * time.Second}
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
@@ -92,8 +95,11 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	return err
 }
 
-func mux(watchdog *leaderelection.HealthzAdaptor, reg *prometheus.Registry) *http.ServeMux {
+func mux(watchdog *leaderelection.HealthzAdaptor, reg *prometheus.Registry, debug http.Handler) *http.ServeMux {
 	m := http.NewServeMux()
+	if debug != nil {
+		m.Handle("/debug/", debug)
+	}
 	m.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := watchdog.Check(r); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)

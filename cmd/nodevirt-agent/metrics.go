@@ -7,13 +7,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/nodevirt/nodevirt/cmd/internal/profiling"
 	"github.com/nodevirt/nodevirt/node/metrics"
 )
 
@@ -42,16 +42,6 @@ func metricsMux(reg *prometheus.Registry, timeout time.Duration, log *slog.Logge
 	return mux
 }
 
-// profile adds Go's profiling handlers (CPU, heap, goroutines, execution
-// trace) under /debug/pprof/.
-func profile(mux *http.ServeMux) {
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-}
-
 // newRegistry returns the agent's registry with the Go and process
 // collectors.
 func newRegistry() *prometheus.Registry {
@@ -72,7 +62,7 @@ func serveMetrics(ctx context.Context, mf metricsFlags, node string, reg *promet
 	}
 	mux := metricsMux(reg, mf.timeout, log)
 	if mf.profiling {
-		profile(mux)
+		mux.Handle(profiling.Prefix, profiling.Handler())
 	}
 	ln, err := net.Listen("tcp", mf.addr)
 	if err != nil {

@@ -62,24 +62,3 @@ func TestMetricsMux(t *testing.T) {
 		}
 	}
 }
-
-// TestProfile: the pprof routes are served only when profiling is on.
-func TestProfile(t *testing.T) {
-	for _, on := range []bool{false, true} {
-		mux := metricsMux(newRegistry(), time.Second, slog.New(slog.DiscardHandler))
-		if on {
-			profile(mux)
-		}
-		srv := httptest.NewServer(mux)
-		resp, err := http.Get(srv.URL + "/debug/pprof/cmdline")
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		srv.Close()
-		want := map[bool]int{false: http.StatusNotFound, true: http.StatusOK}[on]
-		if resp.StatusCode != want {
-			t.Errorf("profiling %v: GET /debug/pprof/cmdline = %d, want %d", on, resp.StatusCode, want)
-		}
-	}
-}

@@ -21,6 +21,7 @@ import (
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
 	"github.com/nodevirt/nodevirt/cluster/controller"
 	"github.com/nodevirt/nodevirt/cluster/vmi"
+	"github.com/nodevirt/nodevirt/cmd/internal/profiling"
 )
 
 func main() {
@@ -42,6 +43,7 @@ func run() error {
 	flag.DurationVar(&cfg.RenewDeadline, "renew-deadline", cfg.RenewDeadline, "leader renew deadline")
 	flag.DurationVar(&cfg.RetryPeriod, "retry-period", cfg.RetryPeriod, "leader election retry period")
 	flag.StringVar(&cfg.ListenAddr, "listen", cfg.ListenAddr, "address serving /healthz and /metrics (empty: off)")
+	profile := flag.Bool("profiling", false, "also serve Go's profiles (pprof) under /debug/pprof/ on --listen")
 	flag.IntVar(&cfg.Workers, "workers", cfg.Workers, "workers per controller")
 	flag.StringVar(&cfg.ConfigMapName, "configmap", cfg.ConfigMapName, "ConfigMap overriding launcher image, emulation and heartbeat threshold (empty: none)")
 	flag.StringVar(&cfg.LauncherImage, "launcher-image", cfg.LauncherImage, "image of the launcher pods' compute container")
@@ -84,7 +86,11 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	return controller.Run(ctx, cfg, controller.Deps{Lease: leaseClient.CoordinationV1(), Kube: kube, Kubevirt: kv, Log: log, Registry: reg})
+	d := controller.Deps{Lease: leaseClient.CoordinationV1(), Kube: kube, Kubevirt: kv, Log: log, Registry: reg}
+	if *profile {
+		d.Debug = profiling.Handler()
+	}
+	return controller.Run(ctx, cfg, d)
 }
 
 // emulationFlag is --use-emulation: a vmi.EmulationMode that also works as
