@@ -233,10 +233,13 @@ func (s *system) informers() (informerSet, error) {
 		pvcs:       s.kubeFactory.Core().V1().PersistentVolumeClaims().Informer(),
 		nodes:      s.kubeFactory.Core().V1().Nodes().Informer(),
 	}
-	for _, i := range []cache.SharedIndexInformer{inf.vms, inf.vmis, inf.vmims, inf.pods, inf.pvcs, inf.nodes, inf.pdbs, inf.policies, inf.namespaces} {
+	for _, i := range []cache.SharedIndexInformer{inf.vms, inf.vmis, inf.vmims, inf.pvcs, inf.nodes, inf.pdbs, inf.policies, inf.namespaces} {
 		if err := i.SetTransform(stripManagedFields); err != nil {
 			return inf, fmt.Errorf("informer transform: %w", err)
 		}
+	}
+	if err := inf.pods.SetTransform(trimPod); err != nil {
+		return inf, fmt.Errorf("informer transform: %w", err)
 	}
 	if err := errors.Join(inf.pods.AddIndexers(vmi.PodIndexers()), inf.vmis.AddIndexers(node.VMIIndexers()),
 		inf.vmims.AddIndexers(migration.Indexers())); err != nil {
@@ -349,13 +352,4 @@ func launcherPodExists(pods cache.Indexer, v *v1.VirtualMachineInstance) bool {
 		}
 	}
 	return false
-}
-
-// stripManagedFields drops metadata.managedFields from cached objects: the
-// controllers never read them and they are a large part of each object.
-func stripManagedFields(obj any) (any, error) {
-	if m, ok := obj.(metav1.Object); ok {
-		m.SetManagedFields(nil)
-	}
-	return obj, nil
 }
