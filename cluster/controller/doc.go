@@ -14,7 +14,7 @@
 // Only the leader runs informers and workers; a replica that loses the
 // lease exits (Run returns an error) so that its Deployment restarts it as a
 // clean follower. On a clean shutdown the lease is released as soon as the
-// controllers have stopped (elected), never before: a successor must not
+// controllers have stopped (package leader), never before: a successor must not
 // work alongside a predecessor finishing a sync.
 //
 // Configuration (config.go): flags give defaults; the ConfigMap

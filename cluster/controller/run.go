@@ -20,6 +20,7 @@ import (
 
 	"github.com/nodevirt/nodevirt/cluster/certsigner"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
+	"github.com/nodevirt/nodevirt/cluster/leader"
 	"github.com/nodevirt/nodevirt/cluster/vmi"
 )
 
@@ -79,7 +80,7 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 		d.Log.Info("serving health and metrics", "addr", ln.Addr().String())
 	}
 
-	err := elected(ctx, leaderelection.LeaderElectionConfig{
+	err := leader.Run(ctx, leaderelection.LeaderElectionConfig{
 		Lock:          lock,
 		LeaseDuration: cfg.LeaseDuration,
 		RenewDeadline: cfg.RenewDeadline,

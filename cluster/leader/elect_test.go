@@ -1,4 +1,4 @@
-package controller
+package leader
 
 import (
 	"context"
@@ -60,7 +60,7 @@ func TestElectedReleasesAfterWork(t *testing.T) {
 	var stopped time.Time
 	errc := make(chan error, 1)
 	go func() {
-		errc <- elected(ctx, lec, slog.New(slog.NewTextHandler(io.Discard, nil)), func(ctx context.Context) error {
+		errc <- Run(ctx, lec, slog.New(slog.NewTextHandler(io.Discard, nil)), func(ctx context.Context) error {
 			close(started)
 			<-ctx.Done()
 			time.Sleep(500 * time.Millisecond) // a sync finishing
@@ -91,7 +91,7 @@ func TestElectedReleasesAfterWork(t *testing.T) {
 func TestElectedWorkFails(t *testing.T) {
 	lec, rec := electConfig(t)
 	boom := errors.New("boom")
-	err := elected(context.Background(), lec, slog.New(slog.NewTextHandler(io.Discard, nil)), func(context.Context) error { return boom })
+	err := Run(context.Background(), lec, slog.New(slog.NewTextHandler(io.Discard, nil)), func(context.Context) error { return boom })
 	if !errors.Is(err, boom) {
 		t.Fatalf("elected = %v, want %v", err, boom)
 	}

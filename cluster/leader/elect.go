@@ -1,4 +1,4 @@
-package controller
+package leader
 
 import (
 	"context"
@@ -10,20 +10,20 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 )
 
-// errLostLease: another replica took the lease while this one led.
-var errLostLease = errors.New("lost the leader lease")
+// ErrLostLease: another replica took the lease while this one led.
+var ErrLostLease = errors.New("lost the leader lease")
 
-// elected campaigns for the lease of lec (whose callbacks it sets) and
+// Run campaigns for the lease of lec (whose callbacks it sets) and
 // runs work while leading. It returns nil when ctx ends, work's error when
 // work fails (the lease is given up: never hold it without working), and
-// errLostLease when the lease is lost.
+// ErrLostLease when the lease is lost.
 //
 // The lease outlives the work: on ctx's end it is released only once work
 // has returned, so a successor never runs alongside a predecessor still
 // finishing a sync (each would create what the other's cache does not show
 // yet). client-go's ReleaseOnCancel alone releases as ctx ends, without
 // waiting for the callback.
-func elected(ctx context.Context, lec leaderelection.LeaderElectionConfig, log *slog.Logger, work func(context.Context) error) error {
+func Run(ctx context.Context, lec leaderelection.LeaderElectionConfig, log *slog.Logger, work func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var leading leaderState
@@ -70,7 +70,7 @@ func elected(ctx context.Context, lec leaderelection.LeaderElectionConfig, log *
 	case leading.err() != nil:
 		return fmt.Errorf("leading: %w", leading.err())
 	case lost:
-		return errLostLease
+		return ErrLostLease
 	}
 	return nil
 }
