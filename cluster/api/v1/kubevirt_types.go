@@ -43,6 +43,25 @@ type KubeVirtList struct {
 // KubeVirt's field names; nodevirt knows the ones listed here and the API
 // server refuses others.
 type KubeVirtSpec struct {
+	// ImageTag is the tag of nodevirt's component images; unset, the
+	// operator installs its own version. Changing it upgrades (or
+	// downgrades) the components in place.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`
+	ImageTag string `json:"imageTag,omitempty"`
+	// ImageRegistry is the registry (and path) the component images come
+	// from; unset, the operator's own.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9_.:/-]*$`
+	ImageRegistry string `json:"imageRegistry,omitempty"`
+	// UninstallStrategy says what deleting this resource does while VMs or
+	// VMIs exist: BlockUninstallIfWorkloadsExist (the default) keeps the
+	// components and says so in a condition until they are gone;
+	// RemoveWorkloads removes the components anyway.
+	// +optional
+	UninstallStrategy KubeVirtUninstallStrategy `json:"uninstallStrategy,omitempty"`
 	// ImagePullPolicy of nodevirt's own component images.
 	// +optional
 	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
@@ -103,8 +122,27 @@ type KubeVirtStatus struct {
 	// +optional
 	TargetKubeVirtVersion string `json:"targetKubeVirtVersion,omitempty"`
 	// +optional
+	ObservedKubeVirtRegistry string `json:"observedKubeVirtRegistry,omitempty"`
+	// +optional
+	TargetKubeVirtRegistry string `json:"targetKubeVirtRegistry,omitempty"`
+	// OperatorVersion is the version of the operator that wrote this
+	// status.
+	// +optional
+	OperatorVersion string `json:"operatorVersion,omitempty"`
+	// +optional
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 }
+
+// KubeVirtUninstallStrategy is spec.uninstallStrategy.
+//
+// +kubebuilder:validation:Enum=RemoveWorkloads;BlockUninstallIfWorkloadsExist
+type KubeVirtUninstallStrategy string
+
+// Uninstall strategies, KubeVirt's spellings.
+const (
+	KubeVirtUninstallStrategyRemoveWorkloads                KubeVirtUninstallStrategy = "RemoveWorkloads"
+	KubeVirtUninstallStrategyBlockUninstallIfWorkloadsExist KubeVirtUninstallStrategy = "BlockUninstallIfWorkloadsExist"
+)
 
 // KubeVirtPhase is the installation's phase.
 //

@@ -1,0 +1,133 @@
+package operator
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+)
+
+func manifests(extra map[string]string) map[string][]byte {
+	m := map[string][]byte{}
+	for _, c := range Components {
+		m[c.Name] = []byte("")
+	}
+	for k, v := range extra {
+		m[k] = []byte(v)
+	}
+	return m
+}
+
+const controllerYAML = `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: nodevirt-config
+  namespace: nodevirt
+data:
+  launcherImage: nodevirt/nodevirt-launcher
+  other: keep
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: nodevirt-controller
+  namespace: nodevirt
+  labels:
+    app: c
+spec:
+  template:
+    spec:
+      initContainers:
+      - name: init
+        image: busybox:1
+      containers:
+      - name: controller
+        image: nodevirt/nodevirt-controller
+---
+`
+
+func TestRender(t *testing.T) {
+	img := Images{Registry: "registry.example/nv", Tag: "v2", PullPolicy: corev1.PullIfNotPresent}
+	objs, err := Render(manifests(map[string]string{"controller": controllerYAML,
+		"crds": "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: a.kubevirt.io\n"}), img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 3 || objs[0].GetKind() != "CustomResourceDefinition" || !objs[0].Component.Keep {
+		t.Fatalf("objects %d, first %s: want the CRD first, kept", len(objs), objs[0].GetKind())
+	}
+	for _, o := range objs {
+		if o.GetLabels()[ManagedByLabel] != ManagedBy || o.GetAnnotations()[VersionAnnotation] != "v2" {
+			t.Errorf("%s: labels %v annotations %v", o.GetName(), o.GetLabels(), o.GetAnnotations())
+		}
+	}
+	cm, dep := objs[1], objs[2]
+	if v, _, _ := unstructured.NestedString(cm.Object, "data", "launcherImage"); v != "registry.example/nv/nodevirt-launcher:v2" {
+		t.Errorf("launcherImage %q", v)
+	}
+	if v, _, _ := unstructured.NestedString(cm.Object, "data", "other"); v != "keep" {
+		t.Errorf("other %q", v)
+	}
+	cs, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	c := cs[0].(map[string]any)
+	if c["image"] != "registry.example/nv/nodevirt-controller:v2" || c["imagePullPolicy"] != "IfNotPresent" {
+		t.Errorf("container %v", c)
+	}
+	ics, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "initContainers")
+	if ic := ics[0].(map[string]any); ic["image"] != "busybox:1" || ic["imagePullPolicy"] != nil {
+		t.Errorf("a foreign image changed: %v", ic)
+	}
+	if dep.GetLabels()["app"] != "c" {
+		t.Errorf("the manifest's labels were lost: %v", dep.GetLabels())
+	}
+}
+
+func TestRender_Errors(t *testing.T) {
+	img := Images{Registry: "r", Tag: "t"}
+	tests := []struct {
+		name string
+		m    map[string][]byte
+		img  Images
+		want string
+	}{
+		{"no tag", manifests(nil), Images{Registry: "r"}, "registry and tag"},
+		{"component missing", map[string][]byte{"crds": nil}, img, "no manifest for component rbac"},
+		{"bad yaml", manifests(map[string]string{"api": "kind: [\n"}), img, "component api: document 1"},
+		{"no name", manifests(map[string]string{"agent": "apiVersion: v1\nkind: ConfigMap\n"}), img, "component agent: document 1: apiVersion, kind and metadata.name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Render(tt.m, tt.img)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestTargetImages(t *testing.T) {
+	own := Images{Registry: "own.example/nv", Tag: "v1"}
+	kv := &v1.KubeVirt{}
+	if got := TargetImages(kv, own); got != own {
+		t.Errorf("unset: %+v", got)
+	}
+	kv.Spec.ImageRegistry, kv.Spec.ImageTag, kv.Spec.ImagePullPolicy = "other.example/x/", "v3", corev1.PullAlways
+	if got := TargetImages(kv, own); got != (Images{Registry: "other.example/x", Tag: "v3", PullPolicy: corev1.PullAlways}) {
+		t.Errorf("set: %+v", got)
+	}
+	for ref, want := range map[string]string{
+		"nodevirt/nodevirt-agent":       "own.example/nv/nodevirt-agent:v1",
+		"nodevirt/nodevirt-agent:v9":    "nodevirt/nodevirt-agent:v9",
+		"nodevirt/":                     "nodevirt/",
+		"quay.io/nodevirt/nodevirt-api": "quay.io/nodevirt/nodevirt-api",
+		"nodevirt/a/b":                  "nodevirt/a/b",
+	} {
+		if got := own.resolve(ref); got != want {
+			t.Errorf("resolve(%q) = %q, want %q", ref, got, want)
+		}
+	}
+}
