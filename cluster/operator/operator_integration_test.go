@@ -1,0 +1,308 @@
+package operator_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
+	"github.com/nodevirt/nodevirt/cluster/operator"
+	"github.com/nodevirt/nodevirt/hack/testenv"
+	"github.com/nodevirt/nodevirt/hack/testenv/apiserver"
+)
+
+const ns = "nodevirt"
+
+// TestOperator_Integration runs the operator process against a real API
+// server with the real component manifests (rendered by hack/manifests):
+// install from a KubeVirt resource, status through Deploying to Deployed,
+// an upgrade by spec.imageTag, an invalid spec refused naming the field,
+// deletion blocked while a VMI exists, then every component removed but
+// the CRDs. No kubelet or controller-manager runs here: the test writes
+// the Deployments' and the DaemonSet's status as their controllers would;
+// the local cluster's e2e runs the real roll.
+func TestOperator_Integration(t *testing.T) {
+	env := apiserver.Start(t)
+	ctx := t.Context()
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	kv := versioned.NewForConfigOrDie(env.Config)
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startOperator(t, env.Kubeconfig)
+
+	kvs := kv.KubevirtV1().KubeVirts(ns)
+	if _, err := kvs.Create(ctx, &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubevirt"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("Install", func(t *testing.T) {
+		took := testenv.Eventually(t, 60*time.Second, "components applied, Deploying", func() (bool, error) {
+			d, err := kube.AppsV1().Deployments(ns).Get(ctx, "nodevirt-controller", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			k, err := kvs.Get(ctx, "kubevirt", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return d.Spec.Template.Spec.Containers[0].Image == "registry.test/nv/nodevirt-controller:v1" &&
+				k.Status.Phase == v1.KubeVirtPhaseDeploying && condition(k, operator.ConditionProgressing) == "True" &&
+				k.Status.TargetKubeVirtVersion == "v1" && k.Status.OperatorVersion == "v1", nil
+		})
+		t.Logf("install applied in %v", took)
+		ds, err := kube.AppsV1().DaemonSets(ns).Get(ctx, "nodevirt-agent", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range ds.Spec.Template.Spec.Containers {
+			if !strings.HasPrefix(c.Image, "registry.test/nv/") || !strings.HasSuffix(c.Image, ":v1") {
+				t.Errorf("agent DaemonSet container %s: image %s", c.Name, c.Image)
+			}
+		}
+		cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "nodevirt-config", metav1.GetOptions{})
+		if err != nil || cm.Data["launcherImage"] != "registry.test/nv/nodevirt-launcher:v1" {
+			t.Errorf("nodevirt-config: %v %v", cm.Data, err)
+		}
+		for _, get := range []func() error{
+			func() error {
+				_, err := kube.RbacV1().ClusterRoles().Get(ctx, "kubevirt.io:view", metav1.GetOptions{})
+				return err
+			},
+			func() error {
+				_, err := kube.AppsV1().Deployments(ns).Get(ctx, "nodevirt-api", metav1.GetOptions{})
+				return err
+			},
+			func() error {
+				_, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, "nodevirt-kubevirt-singleton", metav1.GetOptions{})
+				return err
+			},
+		} {
+			if err := get(); err != nil {
+				t.Error(err)
+			}
+		}
+		rollOut(t, kube)
+		testenv.Eventually(t, 30*time.Second, "Deployed, Available", func() (bool, error) {
+			k, err := kvs.Get(ctx, "kubevirt", metav1.GetOptions{})
+			return err == nil && k.Status.Phase == v1.KubeVirtPhaseDeployed && condition(k, operator.ConditionAvailable) == "True" &&
+				condition(k, operator.ConditionProgressing) == "False" && k.Status.ObservedKubeVirtVersion == "v1", err
+		})
+	})
+
+	t.Run("InvalidSpecRefused", func(t *testing.T) {
+		_, err := kvs.Patch(ctx, "kubevirt", types.MergePatchType, []byte(`{"spec":{"imageTag":"v2; rm -rf /"}}`), metav1.PatchOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.imageTag") {
+			t.Errorf("an invalid imageTag: %v, want Invalid naming spec.imageTag", err)
+		}
+	})
+
+	t.Run("Upgrade", func(t *testing.T) {
+		if _, err := kvs.Patch(ctx, "kubevirt", types.MergePatchType, []byte(`{"spec":{"imageTag":"v2"}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 30*time.Second, "v2 applied, Deployed and Progressing", func() (bool, error) {
+			d, err := kube.AppsV1().Deployments(ns).Get(ctx, "nodevirt-controller", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			k, err := kvs.Get(ctx, "kubevirt", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return d.Spec.Template.Spec.Containers[0].Image == "registry.test/nv/nodevirt-controller:v2" &&
+				k.Status.Phase == v1.KubeVirtPhaseDeployed && condition(k, operator.ConditionProgressing) == "True" &&
+				k.Status.ObservedKubeVirtVersion == "v1" && k.Status.TargetKubeVirtVersion == "v2", nil
+		})
+		rollOut(t, kube)
+		testenv.Eventually(t, 30*time.Second, "v2 observed", func() (bool, error) {
+			k, err := kvs.Get(ctx, "kubevirt", metav1.GetOptions{})
+			return err == nil && k.Status.ObservedKubeVirtVersion == "v2" && condition(k, operator.ConditionProgressing) == "False", err
+		})
+	})
+
+	t.Run("DeleteBlockedByWorkloads", func(t *testing.T) {
+		mem := resource.MustParse("64Mi")
+		vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "keep-me"}}
+		vmi.Spec.Domain.Memory = &v1.Memory{Guest: &mem}
+		if _, err := kv.KubevirtV1().VirtualMachineInstances("default").Create(ctx, vmi, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := kvs.Delete(ctx, "kubevirt", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 30*time.Second, "Deleting, blocked", func() (bool, error) {
+			k, err := kvs.Get(ctx, "kubevirt", metav1.GetOptions{})
+			return err == nil && k.Status.Phase == v1.KubeVirtPhaseDeleting && conditionReason(k, operator.ConditionDegraded) == operator.ReasonDeletionBlocked, err
+		})
+		time.Sleep(3 * time.Second) // past a recheck: still nothing removed
+		if _, err := kube.AppsV1().Deployments(ns).Get(ctx, "nodevirt-controller", metav1.GetOptions{}); err != nil {
+			t.Errorf("a component went while a VMI exists: %v", err)
+		}
+		if err := kv.KubevirtV1().VirtualMachineInstances("default").Delete(ctx, "keep-me", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		took := testenv.Eventually(t, 60*time.Second, "KubeVirt and its components gone", func() (bool, error) {
+			_, err := kvs.Get(ctx, "kubevirt", metav1.GetOptions{})
+			if !apierrors.IsNotFound(err) {
+				return false, err
+			}
+			_, err = kube.AppsV1().DaemonSets(ns).Get(ctx, "nodevirt-agent", metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		t.Logf("removed %v after the last VMI", took)
+		for _, get := range []func() error{
+			func() error {
+				_, err := kube.AppsV1().Deployments(ns).Get(ctx, "nodevirt-controller", metav1.GetOptions{})
+				return err
+			},
+			func() error {
+				_, err := kube.RbacV1().ClusterRoles().Get(ctx, "kubevirt.io:view", metav1.GetOptions{})
+				return err
+			},
+			func() error {
+				_, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "nodevirt-config", metav1.GetOptions{})
+				return err
+			},
+		} {
+			if err := get(); !apierrors.IsNotFound(err) {
+				t.Errorf("a component is left: %v", err)
+			}
+		}
+		ext := apiextensionsclient.NewForConfigOrDie(env.Config)
+		if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "virtualmachines.kubevirt.io", metav1.GetOptions{}); err != nil {
+			t.Errorf("the CRDs must stay: %v", err)
+		}
+	})
+}
+
+// rollOut writes every nodevirt Deployment's and DaemonSet's status as
+// their controllers would once all pods run the current template.
+func rollOut(t *testing.T, kube kubernetes.Interface) {
+	t.Helper()
+	ctx := t.Context()
+	deps, err := kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range deps.Items {
+		n := int32(1)
+		if d.Spec.Replicas != nil {
+			n = *d.Spec.Replicas
+		}
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		if _, err := kube.AppsV1().Deployments(ns).UpdateStatus(ctx, &d, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dss, err := kube.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ds := range dss.Items {
+		ds.Status = appsv1.DaemonSetStatus{ObservedGeneration: ds.Generation, DesiredNumberScheduled: 1, CurrentNumberScheduled: 1,
+			UpdatedNumberScheduled: 1, NumberReady: 1, NumberAvailable: 1}
+		if _, err := kube.AppsV1().DaemonSets(ns).UpdateStatus(ctx, &ds, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func condition(k *v1.KubeVirt, typ string) corev1.ConditionStatus {
+	for _, c := range k.Status.Conditions {
+		if c.Type == typ {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+func conditionReason(k *v1.KubeVirt, typ string) string {
+	for _, c := range k.Status.Conditions {
+		if c.Type == typ {
+			return c.Reason
+		}
+	}
+	return ""
+}
+
+// startOperator renders the manifests, builds the operator and runs it
+// until the test ends.
+func startOperator(t *testing.T, kubeconfig string) {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	manifests, bin := filepath.Join(dir, "manifests"), filepath.Join(dir, "nodevirt-operator")
+	for _, args := range [][]string{
+		{"run", "./hack/manifests", "-deploy", "deploy", "-out", manifests},
+		{"build", "-o", bin, "./cmd/nodevirt-operator"},
+	} {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", args[0], err, out)
+		}
+	}
+	logPath := filepath.Join(dir, "operator.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--namespace", ns, "--manifests", manifests,
+		"--image-registry", "registry.test/nv", "--version", "v1", "--listen=",
+		"--lease-duration=2s", "--renew-deadline=1s", "--retry-period=200ms")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM) // our own child, by pid
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() || testing.Verbose() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("operator log:\n%s", tail(string(b), 60))
+		}
+	})
+	go func() {
+		select {
+		case <-exited:
+			if context.Cause(t.Context()) == nil {
+				t.Errorf("the operator exited early (see its log)")
+			}
+		case <-t.Context().Done():
+		}
+	}()
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
