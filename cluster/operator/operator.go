@@ -102,13 +102,20 @@ func (op *Operator) Sync(ctx context.Context, key string) error {
 		return err
 	}
 	target := TargetImages(kv, op.d.Own)
-	objs, err := Render(op.d.Manifests, target)
-	if err != nil {
-		return err
+	objs, invalid := Render(op.d.Manifests, target, kv.Spec.CustomizeComponents.Patches)
+	if invalid != nil {
+		// Observed (and, deleting, removed) as rendered without the
+		// customization; nothing is applied until it is fixed.
+		if objs, err = Render(op.d.Manifests, target, nil); err != nil {
+			return err
+		}
 	}
 	o, err := op.observe(ctx, kv, target, objs)
 	if err != nil {
 		return err
+	}
+	if invalid != nil {
+		o.Invalid = invalid.Error()
 	}
 	res := Plan(o)
 	if err := op.act(ctx, key, kv, objs, res); err != nil {

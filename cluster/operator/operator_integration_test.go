@@ -135,6 +135,42 @@ func TestOperator_Integration(t *testing.T) {
 		})
 	})
 
+	t.Run("CustomizeComponents", func(t *testing.T) {
+		patch := `{"spec":{"customizeComponents":{"patches":[{"resourceType":"DaemonSet","resourceName":"nodevirt-agent","type":"strategic",` +
+			`"patch":"{\"spec\":{\"template\":{\"spec\":{\"volumes\":[{\"name\":\"kubelet\",\"hostPath\":{\"path\":\"/srv/cluster/nodes\"}}]}}}}"}]}}}`
+		if _, err := kvs.Patch(ctx, "kubevirt", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 30*time.Second, "the agent's kubelet volume patched", func() (bool, error) {
+			ds, err := kube.AppsV1().DaemonSets(ns).Get(ctx, "nodevirt-agent", metav1.GetOptions{})
+			return err == nil && hostPath(ds, "kubelet") == "/srv/cluster/nodes", err
+		})
+		bad := `{"spec":{"customizeComponents":{"patches":[{"resourceType":"DaemonSet","resourceName":"*","type":"json","patch":"[{\"op\":\"remove\",\"path\":\"/nope\"}]"}]}}}`
+		if _, err := kvs.Patch(ctx, "kubevirt", types.MergePatchType, []byte(bad), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 30*time.Second, "Degraded InvalidSpec naming the patch", func() (bool, error) {
+			k, err := kvs.Get(ctx, "kubevirt", metav1.GetOptions{})
+			return err == nil && conditionReason(k, operator.ConditionDegraded) == operator.ReasonInvalidSpec &&
+				strings.Contains(conditionMessage(k, operator.ConditionDegraded), "spec.customizeComponents.patches[0]"), err
+		})
+		ds, err := kube.AppsV1().DaemonSets(ns).Get(ctx, "nodevirt-agent", metav1.GetOptions{})
+		if err != nil || hostPath(ds, "kubelet") != "/srv/cluster/nodes" {
+			t.Errorf("an invalid spec changed what runs: %v", err)
+		}
+		if _, err := kvs.Patch(ctx, "kubevirt", types.MergePatchType, []byte(`{"spec":{"customizeComponents":null}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 30*time.Second, "the manifests' volume back, not degraded", func() (bool, error) {
+			ds, err := kube.AppsV1().DaemonSets(ns).Get(ctx, "nodevirt-agent", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			k, err := kvs.Get(ctx, "kubevirt", metav1.GetOptions{})
+			return err == nil && hostPath(ds, "kubelet") == "/var/lib/kubelet" && condition(k, operator.ConditionDegraded) == "False", err
+		})
+	})
+
 	t.Run("DeleteBlockedByWorkloads", func(t *testing.T) {
 		mem := resource.MustParse("64Mi")
 		vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "keep-me"}}
@@ -226,6 +262,25 @@ func condition(k *v1.KubeVirt, typ string) corev1.ConditionStatus {
 	for _, c := range k.Status.Conditions {
 		if c.Type == typ {
 			return c.Status
+		}
+	}
+	return ""
+}
+
+func conditionMessage(k *v1.KubeVirt, typ string) string {
+	for _, c := range k.Status.Conditions {
+		if c.Type == typ {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+// hostPath is the host path of ds's volume name.
+func hostPath(ds *appsv1.DaemonSet, name string) string {
+	for _, v := range ds.Spec.Template.Spec.Volumes {
+		if v.Name == name && v.HostPath != nil {
+			return v.HostPath.Path
 		}
 	}
 	return ""

@@ -31,6 +31,7 @@ const (
 	ReasonDeletionBlocked       = "DeletionBlockedByWorkloads"
 	ReasonRemovingWorkloads     = "RemovingWorkloads"
 	ReasonComponentsUnavailable = "ComponentsUnavailable"
+	ReasonInvalidSpec           = "InvalidSpec"
 )
 
 // recheck is how soon a deletion under way is looked at again (the
@@ -65,7 +66,10 @@ type Observed struct {
 	// Remaining counts the removable objects still present (observed only
 	// while deleting).
 	Remaining int
-	Now       time.Time
+	// Invalid says why the spec cannot be rendered (a customizeComponents
+	// patch that does not apply); "" when it can.
+	Invalid string
+	Now     time.Time
 }
 
 // Result is what the sync does.
@@ -92,6 +96,18 @@ func Plan(o Observed) Result {
 	if kv.DeletionTimestamp != nil {
 		return planDeletion(o, r)
 	}
+	r = planInstall(o, r)
+	if o.Invalid != "" {
+		// Nothing is applied until the spec renders; what runs stays.
+		r.Apply = false
+		r.setCondition(o.Now, ConditionDegraded, true, ReasonInvalidSpec, o.Invalid)
+	}
+	return r
+}
+
+// planInstall applies the components and reports their roll-out.
+func planInstall(o Observed, r Result) Result {
+	kv := o.KubeVirt
 	r.AddFinalizer = !slices.Contains(kv.Finalizers, Finalizer)
 	r.Apply, r.workloads = true, o.Workloads
 	r.Status.TargetKubeVirtVersion = o.Target.Tag

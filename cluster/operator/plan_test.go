@@ -138,6 +138,15 @@ func equalStatus(a, b v1.KubeVirtStatus) bool {
 	return true
 }
 
+func TestPlan_InvalidSpec(t *testing.T) {
+	o := observed(kubevirt(deployed), "v1", ready)
+	o.Invalid = "spec.customizeComponents.patches[0]: bad"
+	r := Plan(o)
+	if r.Apply || cond(r.Status, ConditionDegraded).Reason != ReasonInvalidSpec || r.Status.Phase != v1.KubeVirtPhaseDeployed {
+		t.Errorf("an invalid spec: apply %v, status %+v", r.Apply, r.Status)
+	}
+}
+
 func TestPlan_DeletionWithoutFinalizer(t *testing.T) {
 	r := Plan(observed(kubevirt(deleting, func(kv *v1.KubeVirt) { kv.Finalizers = nil }), "v1"))
 	if r.Apply || r.DeleteComponents || r.RemoveFinalizer || r.Status.Phase != "" {

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
@@ -74,9 +76,10 @@ type Object struct {
 
 // Render parses each component's manifest (manifests by component name)
 // and returns its objects in install order: images resolved, pull policy
-// set, labelled as the operator's and annotated with the version. It is
-// pure; an error names the component and the document.
-func Render(manifests map[string][]byte, img Images) ([]Object, error) {
+// set, the patches of spec.customizeComponents applied, labelled as the
+// operator's and annotated with the version. It is pure; an error names
+// the component and the document, or the patch.
+func Render(manifests map[string][]byte, img Images, patches []v1.CustomizeComponentsPatch) ([]Object, error) {
 	if img.Registry == "" || img.Tag == "" {
 		return nil, errors.New("render: the image registry and tag must be set")
 	}
@@ -93,6 +96,9 @@ func Render(manifests map[string][]byte, img Images) ([]Object, error) {
 		for _, u := range objs {
 			if err := setImages(u, img); err != nil {
 				return nil, fmt.Errorf("render: component %s: %s %s: %w", c.Name, u.GetKind(), u.GetName(), err)
+			}
+			if err := customize(u, patches); err != nil {
+				return nil, err
 			}
 			labels := u.GetLabels()
 			if labels == nil {
@@ -118,10 +124,17 @@ func parse(data []byte) ([]*unstructured.Unstructured, error) {
 	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []*unstructured.Unstructured
 	for i := 1; ; i++ {
-		var m map[string]any
-		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
 			return out, nil
 		} else if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+			continue // an empty document
+		}
+		var m map[string]any
+		if err := utiljson.Unmarshal(raw, &m); err != nil { // integers as int64, as unstructured has them
 			return nil, fmt.Errorf("document %d: %w", i, err)
 		}
 		if len(m) == 0 {

@@ -39,6 +39,7 @@ metadata:
   labels:
     app: c
 spec:
+  replicas: 2
   template:
     spec:
       initContainers:
@@ -53,7 +54,7 @@ spec:
 func TestRender(t *testing.T) {
 	img := Images{Registry: "registry.example/nv", Tag: "v2", PullPolicy: corev1.PullIfNotPresent}
 	objs, err := Render(manifests(map[string]string{"controller": controllerYAML,
-		"crds": "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: a.kubevirt.io\n"}), img)
+		"crds": "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: a.kubevirt.io\n"}), img, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +82,9 @@ func TestRender(t *testing.T) {
 	if ic := ics[0].(map[string]any); ic["image"] != "busybox:1" || ic["imagePullPolicy"] != nil {
 		t.Errorf("a foreign image changed: %v", ic)
 	}
+	if r, found, err := unstructured.NestedInt64(dep.Object, "spec", "replicas"); !found || err != nil || r != 2 {
+		t.Errorf("spec.replicas %d %v %v: want the int64 2", r, found, err)
+	}
 	if dep.GetLabels()["app"] != "c" {
 		t.Errorf("the manifest's labels were lost: %v", dep.GetLabels())
 	}
@@ -101,7 +105,7 @@ func TestRender_Errors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Render(tt.m, tt.img)
+			_, err := Render(tt.m, tt.img, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want %q", err, tt.want)
 			}
@@ -128,6 +132,96 @@ func TestTargetImages(t *testing.T) {
 	} {
 		if got := own.resolve(ref); got != want {
 			t.Errorf("resolve(%q) = %q, want %q", ref, got, want)
+		}
+	}
+}
+
+const agentYAML = `
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: nodevirt-agent
+  namespace: nodevirt
+spec:
+  template:
+    spec:
+      containers:
+      - name: agent
+        image: nodevirt/nodevirt-agent
+        args: ["--config=/etc/a.yaml"]
+        volumeMounts:
+        - name: kubelet
+          mountPath: /var/lib/kubelet
+      - name: deviceplugins
+        image: nodevirt/nodevirt-deviceplugins
+      volumes:
+      - name: kubelet
+        hostPath:
+          path: /var/lib/kubelet
+`
+
+func TestRender_CustomizeComponents(t *testing.T) {
+	img := Images{Registry: "r", Tag: "t"}
+	m := manifests(map[string]string{"agent": agentYAML, "controller": controllerYAML})
+	patches := []v1.CustomizeComponentsPatch{
+		{ResourceType: "DaemonSet", ResourceName: "nodevirt-agent", Type: v1.StrategicMergePatchType, Patch: `
+spec:
+  template:
+    spec:
+      containers:
+      - name: agent
+        args: ["--config=/etc/a.yaml", "--kubelet-root=/nodes/$(NODE_NAME)/kubelet"]
+      volumes:
+      - name: kubelet
+        hostPath:
+          path: /srv/cluster/nodes
+`},
+		{ResourceType: "ConfigMap", ResourceName: "*", Type: v1.MergePatchType, Patch: `{"data":{"other":"changed"}}`},
+		{ResourceType: "Deployment", ResourceName: "nodevirt-controller", Type: v1.JSONPatchType,
+			Patch: `[{"op":"add","path":"/spec/replicas","value":1}]`},
+		{ResourceType: "Deployment", ResourceName: "someone-else", Type: v1.JSONPatchType, Patch: `[{"op":"remove","path":"/spec"}]`},
+	}
+	objs, err := Render(m, img, patches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKind := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		byKind[o.GetKind()] = o.Unstructured
+	}
+	cs, _, _ := unstructured.NestedSlice(byKind["DaemonSet"].Object, "spec", "template", "spec", "containers")
+	if len(cs) != 2 {
+		t.Fatalf("strategic merge lost a container: %v", cs)
+	}
+	agent := cs[0].(map[string]any)
+	if args := agent["args"].([]any); len(args) != 2 || agent["image"] != "r/nodevirt-agent:t" || agent["volumeMounts"] == nil {
+		t.Errorf("agent container after the strategic patch: %v", agent)
+	}
+	vols, _, _ := unstructured.NestedSlice(byKind["DaemonSet"].Object, "spec", "template", "spec", "volumes")
+	if p, _, _ := unstructured.NestedString(vols[0].(map[string]any), "hostPath", "path"); p != "/srv/cluster/nodes" {
+		t.Errorf("hostPath %q", p)
+	}
+	if v, _, _ := unstructured.NestedString(byKind["ConfigMap"].Object, "data", "other"); v != "changed" {
+		t.Errorf("merge patch: %q", v)
+	}
+	if r, _, _ := unstructured.NestedInt64(byKind["Deployment"].Object, "spec", "replicas"); r != 1 {
+		t.Errorf("json patch: replicas %d", r)
+	}
+
+	bad := []struct {
+		p    v1.CustomizeComponentsPatch
+		want string
+	}{
+		{v1.CustomizeComponentsPatch{ResourceType: "Deployment", ResourceName: "*", Type: v1.JSONPatchType, Patch: `[{"op":"remove","path":"/nope"}]`},
+			"spec.customizeComponents.patches[0] (json Deployment)"},
+		{v1.CustomizeComponentsPatch{ResourceType: "ConfigMap", ResourceName: "*", Type: v1.MergePatchType, Patch: `{"metadata":{"name":"x"}}`},
+			"changes the object's name"},
+		{v1.CustomizeComponentsPatch{ResourceType: "ConfigMap", ResourceName: "[", Type: v1.MergePatchType, Patch: `{}`},
+			"patches[0].resourceName"},
+	}
+	for _, b := range bad {
+		if _, err := Render(m, img, []v1.CustomizeComponentsPatch{b.p}); err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("%+v: error %v, want %q", b.p, err, b.want)
 		}
 	}
 }

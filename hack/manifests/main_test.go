@@ -32,7 +32,7 @@ func TestRender(t *testing.T) {
 		}
 		m[c.Name] = b
 	}
-	objs, err := operator.Render(m, operator.Images{Registry: "r.test/nv", Tag: "t1"})
+	objs, err := operator.Render(m, operator.Images{Registry: "r.test/nv", Tag: "t1"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,12 @@ type KubeVirtSpec struct {
 	// +optional
 	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+	// CustomizeComponents patches the installed components' objects (as
+	// KubeVirt's field of that name): how an installation states what
+	// differs on its cluster (host paths, arguments, resources) without
+	// editing manifests.
+	// +optional
+	CustomizeComponents CustomizeComponents `json:"customizeComponents,omitempty"`
 	// Configuration is the cluster-wide configuration of VMs.
 	// +optional
 	Configuration KubeVirtConfiguration `json:"configuration,omitempty"`
@@ -132,6 +138,42 @@ type KubeVirtStatus struct {
 	// +optional
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 }
+
+// CustomizeComponents is spec.customizeComponents.
+type CustomizeComponents struct {
+	// Patches are applied in order to every component object they match.
+	// +optional
+	// +listType=atomic
+	Patches []CustomizeComponentsPatch `json:"patches,omitempty"`
+}
+
+// CustomizeComponentsPatch is one patch of component objects.
+type CustomizeComponentsPatch struct {
+	// ResourceName is the objects' name; "*" matches every name.
+	// +kubebuilder:validation:MinLength=1
+	ResourceName string `json:"resourceName"`
+	// ResourceType is the objects' kind, e.g. DaemonSet.
+	// +kubebuilder:validation:MinLength=1
+	ResourceType string `json:"resourceType"`
+	// Patch is the patch document (JSON, or YAML for merge and strategic).
+	// +kubebuilder:validation:MinLength=1
+	Patch string `json:"patch"`
+	// Type is json (RFC 6902), merge (RFC 7386) or strategic (Kubernetes'
+	// strategic merge patch, for the built-in kinds).
+	Type PatchType `json:"type"`
+}
+
+// PatchType is the type of a CustomizeComponentsPatch.
+//
+// +kubebuilder:validation:Enum=json;merge;strategic
+type PatchType string
+
+// Patch types, KubeVirt's spellings.
+const (
+	JSONPatchType           PatchType = "json"
+	MergePatchType          PatchType = "merge"
+	StrategicMergePatchType PatchType = "strategic"
+)
 
 // KubeVirtUninstallStrategy is spec.uninstallStrategy.
 //
