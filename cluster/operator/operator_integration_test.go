@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -12,12 +13,15 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
@@ -44,7 +48,16 @@ func TestOperator_Integration(t *testing.T) {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	startOperator(t, env.Kubeconfig)
+	// The operator runs as deployed: as its ServiceAccount with the RBAC of
+	// deploy/operator, its registry and version read from its own pod
+	// (which no kubelet runs here).
+	applyOperatorRBAC(t, kube)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nodevirt-operator-0"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "operator", Image: "registry.test/nv/nodevirt-operator:v1"}}}}
+	if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startOperator(t, impersonate(t, env.Kubeconfig, "nodevirt-operator"), pod.Name)
 
 	kvs := kv.KubevirtV1().KubeVirts(ns)
 	if _, err := kvs.Create(ctx, &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubevirt"}}, metav1.CreateOptions{}); err != nil {
@@ -295,9 +308,62 @@ func conditionReason(k *v1.KubeVirt, typ string) string {
 	return ""
 }
 
-// startOperator renders the manifests, builds the operator and runs it
-// until the test ends.
-func startOperator(t *testing.T, kubeconfig string) {
+// applyOperatorRBAC creates the ServiceAccount, ClusterRole and binding of
+// deploy/operator/rbac.yaml.
+func applyOperatorRBAC(t *testing.T, kube kubernetes.Interface) {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "deploy", "operator", "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for _, doc := range bytes.Split(data, []byte("\n---\n")) {
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch o := obj.(type) {
+		case *corev1.ServiceAccount:
+			_, err = kube.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRole:
+			_, err = kube.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRoleBinding:
+			_, err = kube.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+		default:
+			t.Fatalf("rbac.yaml: unexpected %T", obj)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// impersonate writes a copy of kubeconfig acting as ServiceAccount
+// nodevirt/sa.
+func impersonate(t *testing.T, kubeconfig, sa string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range cfg.AuthInfos {
+		a.Impersonate = "system:serviceaccount:" + ns + ":" + sa
+		a.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
+	}
+	path := filepath.Join(t.TempDir(), sa+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startOperator renders the manifests, builds the operator and runs it as
+// pod podName would, until the test ends.
+func startOperator(t *testing.T, kubeconfig, podName string) {
 	t.Helper()
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -320,9 +386,9 @@ func startOperator(t *testing.T, kubeconfig string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--namespace", ns, "--manifests", manifests,
-		"--image-registry", "registry.test/nv", "--version", "v1", "--listen=",
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--namespace", ns, "--manifests", manifests, "--listen=",
 		"--lease-duration=2s", "--renew-deadline=1s", "--retry-period=200ms")
+	cmd.Env = append(os.Environ(), "POD_NAME="+podName)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

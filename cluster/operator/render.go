@@ -198,3 +198,20 @@ func setImages(u *unstructured.Unstructured, img Images) error {
 	}
 	return nil
 }
+
+// ImagesOf derives the registry and tag of the components from the
+// operator's own image reference, <registry>/nodevirt-operator:<tag>: the
+// components come from where the operator came from, at its version.
+func ImagesOf(ref string) (Images, error) {
+	if strings.Contains(ref, "@") {
+		return Images{}, fmt.Errorf("image %s: pinned by digest, it names no version (set --version)", ref)
+	}
+	slash, colon := strings.LastIndex(ref, "/"), strings.LastIndex(ref, ":")
+	if colon < slash {
+		return Images{}, fmt.Errorf("image %s: no tag (set --version)", ref)
+	}
+	if slash < 0 || ref[slash+1:colon] != "nodevirt-operator" || colon == len(ref)-1 {
+		return Images{}, fmt.Errorf("image %s: not <registry>/nodevirt-operator:<tag> (set --image-registry and --version)", ref)
+	}
+	return Images{Registry: ref[:slash], Tag: ref[colon+1:]}, nil
+}

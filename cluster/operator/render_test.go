@@ -225,3 +225,20 @@ spec:
 		}
 	}
 }
+
+func TestImagesOf(t *testing.T) {
+	for ref, want := range map[string]Images{
+		"nodevirt.local/nodevirt-operator:dev":               {Registry: "nodevirt.local", Tag: "dev"},
+		"registry.example:5000/a/b/nodevirt-operator:v1.2.3": {Registry: "registry.example:5000/a/b", Tag: "v1.2.3"},
+		"registry.example:5000/nodevirt-operator":            {},
+		"nodevirt-operator:v1":                               {},
+		"quay.io/x/other:v1":                                 {},
+		"quay.io/x/nodevirt-operator@sha256:0123":            {},
+		"quay.io/x/nodevirt-operator:":                       {},
+	} {
+		got, err := ImagesOf(ref)
+		if got != want || (want == Images{}) != (err != nil) {
+			t.Errorf("ImagesOf(%q) = %+v, %v; want %+v", ref, got, err, want)
+		}
+	}
+}

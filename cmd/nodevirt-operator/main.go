@@ -56,8 +56,8 @@ func run() error {
 	flag.StringVar(&c.namespace, "namespace", ns, "the operator's namespace: its KubeVirt resource, Lease and components (default $POD_NAMESPACE)")
 	flag.StringVar(&c.identity, "identity", fmt.Sprintf("%s_%d", host, os.Getpid()), "this replica's leader election identity")
 	flag.StringVar(&c.manifests, "manifests", "/manifests", "directory of the components' manifests (<component>.yaml)")
-	flag.StringVar(&c.own.Registry, "image-registry", "", "registry of the component images when the KubeVirt resource names none (required)")
-	flag.StringVar(&c.own.Tag, "version", "", "the operator's version: the component images' tag when the KubeVirt resource names none (required)")
+	flag.StringVar(&c.own.Registry, "image-registry", "", "registry of the component images when the KubeVirt resource names none (default: the registry of the operator's own image, read from its pod $POD_NAME)")
+	flag.StringVar(&c.own.Tag, "version", "", "the operator's version: the component images' tag when the KubeVirt resource names none (default: its own image's tag)")
 	flag.StringVar(&c.listen, "listen", ":8080", "address serving /healthz (empty: off)")
 	flag.BoolVar(&c.profiling, "profiling", false, "also serve Go's profiles (pprof) under /debug/pprof/ on --listen")
 	qps := flag.Float64("kube-api-qps", 50, "API requests per second (an install applies every component object at once)")
@@ -66,9 +66,6 @@ func run() error {
 	flag.DurationVar(&c.renewDeadline, "renew-deadline", 10*time.Second, "leader renew deadline")
 	flag.DurationVar(&c.retryPeriod, "retry-period", 2*time.Second, "leader election retry period")
 	flag.Parse()
-	if c.own.Registry == "" || c.own.Tag == "" {
-		return errors.New("--image-registry and --version are required")
-	}
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	klog.SetSlogLogger(log)
@@ -85,6 +82,11 @@ func run() error {
 		return err
 	}
 	rc.QPS, rc.Burst = float32(*qps), *burst
+	if c.own.Registry == "" || c.own.Tag == "" {
+		if err := ownImages(&c, leaseClient); err != nil {
+			return err
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	watchdog := leaderelection.NewLeaderHealthzAdaptor(c.renewDeadline)
@@ -102,6 +104,32 @@ func run() error {
 		Lock: lock, LeaseDuration: c.leaseDuration, RenewDeadline: c.renewDeadline, RetryPeriod: c.retryPeriod,
 		Name: "nodevirt-operator", WatchDog: watchdog,
 	}, log, func(ctx context.Context) error { return operate(ctx, c, rc, manifests, log) })
+}
+
+// ownImages fills in the registry and version the flags leave unset from
+// the operator's own pod's image.
+func ownImages(c *config, kube kubernetes.Interface) error {
+	pod := os.Getenv("POD_NAME")
+	if pod == "" {
+		return errors.New("--image-registry and --version, or $POD_NAME to read them from the operator's own image")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := kube.CoreV1().Pods(c.namespace).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("own pod: %w", err)
+	}
+	img, err := operator.ImagesOf(p.Spec.Containers[0].Image)
+	if err != nil {
+		return err
+	}
+	if c.own.Registry == "" {
+		c.own.Registry = img.Registry
+	}
+	if c.own.Tag == "" {
+		c.own.Tag = img.Tag
+	}
+	return nil
 }
 
 // readManifests reads <dir>/<component>.yaml of every component.

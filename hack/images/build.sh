@@ -7,7 +7,9 @@
 #   pause               sandbox process of the local cluster
 #   probe               static test tool (HTTP server/client, API check)
 #   <cmd>               every cmd/<cmd> except the clients nodectl and
-#                       kubectl-nodevirt: /usr/bin/<cmd>
+#                       kubectl-nodevirt: /usr/bin/<cmd>; nodevirt-operator
+#                       also carries the component manifests in /manifests
+#                       (hack/manifests)
 #   nodevirt-launcher   QEMU and swtpm with their library closure, firmware (SeaBIOS, OVMF) and keymaps
 #                       (self-contained, nothing from the host's /usr), plus
 #                       /usr/bin/nodevirt-launcher once cmd/nodevirt-launcher exists
@@ -65,9 +67,20 @@ if ((${#cmds[@]})); then
 	(cd "$root" && go build -trimpath -o "$scratch/cmd/" "${cmds[@]/#/./cmd/}")
 	install_changed "$bin" "$scratch"/cmd/*
 fi
+# The operator's component manifests, rendered from deploy/.
+manifests=$out/manifests
+mkdir -p "$manifests" "$scratch/manifests"
+(cd "$root" && go run ./hack/manifests -deploy deploy -out "$scratch/manifests")
+for f in "$scratch"/manifests/*.yaml; do
+	cmp -s "$f" "$manifests/$(basename "$f")" || install -m 0644 "$f" "$manifests/"
+done
 for name in "${cmds[@]}"; do
-	[ "$name" = nodevirt-launcher ] && continue
-	image "$name" -entrypoint "/usr/bin/$name" "$bin/$name=/usr/bin/$name"
+	extra=()
+	case $name in
+	nodevirt-launcher) continue ;;
+	nodevirt-operator) extra=("$manifests=/manifests") ;;
+	esac
+	image "$name" -entrypoint "/usr/bin/$name" "$bin/$name=/usr/bin/$name" "${extra[@]}"
 done
 
 # The launcher: QEMU and everything it needs at run time. Only the TCG accel
