@@ -110,8 +110,17 @@ func (c *Cluster) Kubectl(ctx context.Context, stdin io.Reader, args ...string) 
 	return stdout.Bytes(), nil
 }
 
-// runScript runs hack/cluster/NAME with env added to the environment.
-func runScript(ctx context.Context, name string, env []string, log io.Writer) error {
+// Script runs hack/cluster/NAME with args against this cluster, its output
+// to the cluster's log.
+func (c *Cluster) Script(ctx context.Context, name string, args ...string) error {
+	if err := runScript(ctx, name, c.env, c.log, args...); err != nil {
+		return fmt.Errorf("local cluster %s: %s: %w", c.Dir, name, err)
+	}
+	return nil
+}
+
+// runScript runs hack/cluster/NAME with args, env added to the environment.
+func runScript(ctx context.Context, name string, env []string, log io.Writer, args ...string) error {
 	root, err := RepoRoot()
 	if err != nil {
 		return err
@@ -119,7 +128,7 @@ func runScript(ctx context.Context, name string, env []string, log io.Writer) er
 	if log == nil {
 		log = io.Discard
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "cluster", name))
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "cluster", name), args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	return cmd.Run()
