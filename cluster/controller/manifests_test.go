@@ -11,13 +11,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodevirt/nodevirt/hack/testenv"
+	"github.com/nodevirt/nodevirt/hack/testenv/apiserver"
 )
-
-// serviceAccount is the identity the controller runs as in deploy/controller.
-const serviceAccount = "system:serviceaccount:nodevirt:nodevirt-controller"
 
 // applyControllerRBAC creates the ServiceAccount and RBAC objects of
 // deploy/controller, so that the controller can run with exactly the
@@ -68,17 +65,5 @@ func (c *cluster) applyControllerRBAC(t testing.TB) {
 // as the controller's ServiceAccount.
 func (c *cluster) impersonatingKubeconfig(t testing.TB) string {
 	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(c.env.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range cfg.AuthInfos {
-		a.Impersonate = serviceAccount
-		a.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:nodevirt", "system:authenticated"}
-	}
-	path := filepath.Join(t.TempDir(), "controller.kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return apiserver.Impersonate(t, c.env.Kubeconfig, "nodevirt", "nodevirt-controller")
 }

@@ -1,7 +1,6 @@
 package operator_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -13,15 +12,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
@@ -51,13 +47,13 @@ func TestOperator_Integration(t *testing.T) {
 	// The operator runs as deployed: as its ServiceAccount with the RBAC of
 	// deploy/operator, its registry and version read from its own pod
 	// (which no kubelet runs here).
-	applyOperatorRBAC(t, kube)
+	apiserver.ApplyRBAC(t, kube, "deploy/operator/rbac.yaml")
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nodevirt-operator-0"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "operator", Image: "registry.test/nv/nodevirt-operator:v1"}}}}
 	if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	startOperator(t, impersonate(t, env.Kubeconfig, "nodevirt-operator"), pod.Name)
+	startOperator(t, apiserver.Impersonate(t, env.Kubeconfig, ns, "nodevirt-operator"), pod.Name)
 
 	kvs := kv.KubevirtV1().KubeVirts(ns)
 	if _, err := kvs.Create(ctx, &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubevirt"}}, metav1.CreateOptions{}); err != nil {
@@ -306,59 +302,6 @@ func conditionReason(k *v1.KubeVirt, typ string) string {
 		}
 	}
 	return ""
-}
-
-// applyOperatorRBAC creates the ServiceAccount, ClusterRole and binding of
-// deploy/operator/rbac.yaml.
-func applyOperatorRBAC(t *testing.T, kube kubernetes.Interface) {
-	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(root, "deploy", "operator", "rbac.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	for _, doc := range bytes.Split(data, []byte("\n---\n")) {
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch o := obj.(type) {
-		case *corev1.ServiceAccount:
-			_, err = kube.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRole:
-			_, err = kube.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRoleBinding:
-			_, err = kube.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
-		default:
-			t.Fatalf("rbac.yaml: unexpected %T", obj)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// impersonate writes a copy of kubeconfig acting as ServiceAccount
-// nodevirt/sa.
-func impersonate(t *testing.T, kubeconfig, sa string) string {
-	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range cfg.AuthInfos {
-		a.Impersonate = "system:serviceaccount:" + ns + ":" + sa
-		a.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
-	}
-	path := filepath.Join(t.TempDir(), sa+".kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // startOperator renders the manifests, builds the operator and runs it as
