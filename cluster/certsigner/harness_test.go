@@ -1,7 +1,6 @@
 package certsigner_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -11,18 +10,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/nodevirt/nodevirt/cluster/certrotation"
 	"github.com/nodevirt/nodevirt/cluster/certsigner"
 	"github.com/nodevirt/nodevirt/cluster/reconcile"
 	"github.com/nodevirt/nodevirt/hack/testenv"
+	"github.com/nodevirt/nodevirt/hack/testenv/apiserver"
 )
 
 const ns = "nodevirt"
@@ -41,53 +39,22 @@ func as(cfg *rest.Config, sa, node string) *rest.Config {
 	return c
 }
 
-// applyManifests creates the objects of deploy/<files> (namespaced ones
-// without a namespace land in ns), as kustomize would.
+// applyManifests creates the RBAC objects of deploy/<files>.
 func applyManifests(t *testing.T, kube kubernetes.Interface, files ...string) {
 	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
 	for _, f := range files {
-		data, err := os.ReadFile(filepath.Join(root, "deploy", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, doc := range bytes.Split(data, []byte("\n---\n")) {
-			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-			if err != nil {
-				t.Fatalf("decode %s: %v", f, err)
-			}
-			create(t, ctx, kube, obj)
-		}
+		apiserver.ApplyRBAC(t, kube, filepath.Join("deploy", f))
 	}
 }
 
-func create(t *testing.T, ctx context.Context, kube kubernetes.Interface, obj runtime.Object) {
+// create creates the RBAC object obj; namespaced objects without a
+// namespace land in ns.
+func create(t *testing.T, _ context.Context, kube kubernetes.Interface, obj runtime.Object) {
 	t.Helper()
 	if m, ok := obj.(metav1.Object); ok && m.GetNamespace() == "" {
 		m.SetNamespace(ns)
 	}
-	var err error
-	switch o := obj.(type) {
-	case *corev1.ServiceAccount:
-		_, err = kube.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-	case *rbacv1.ClusterRole:
-		_, err = kube.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
-	case *rbacv1.ClusterRoleBinding:
-		_, err = kube.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
-	case *rbacv1.Role:
-		_, err = kube.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-	case *rbacv1.RoleBinding:
-		_, err = kube.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-	default:
-		t.Fatalf("unexpected %T", obj)
-	}
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create %T: %v", obj, err)
-	}
+	apiserver.CreateRBAC(t, kube, obj)
 }
 
 // apiClientRBAC is what nodevirt-api needs to request its client

@@ -10,6 +10,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
@@ -31,29 +32,38 @@ func ApplyRBAC(t testing.TB, kube kubernetes.Interface, file string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := t.Context()
 	for _, doc := range bytes.Split(data, []byte("\n---\n")) {
 		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
 		if err != nil {
 			t.Fatalf("decode %s: %v", file, err)
 		}
-		switch o := obj.(type) {
-		case *corev1.ServiceAccount:
-			_, err = kube.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRole:
-			_, err = kube.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRoleBinding:
-			_, err = kube.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.Role:
-			_, err = kube.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.RoleBinding:
-			_, err = kube.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		default:
-			t.Fatalf("%s: %T is not an RBAC object", file, obj)
-		}
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("%s: create %T: %v", file, obj, err)
-		}
+		CreateRBAC(t, kube, obj)
+	}
+}
+
+// CreateRBAC creates obj, a ServiceAccount, (Cluster)Role or
+// (Cluster)RoleBinding; one that exists already is left as it is. Another
+// kind fails the test.
+func CreateRBAC(t testing.TB, kube kubernetes.Interface, obj runtime.Object) {
+	t.Helper()
+	ctx := t.Context()
+	var err error
+	switch o := obj.(type) {
+	case *corev1.ServiceAccount:
+		_, err = kube.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *rbacv1.ClusterRole:
+		_, err = kube.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+	case *rbacv1.ClusterRoleBinding:
+		_, err = kube.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+	case *rbacv1.Role:
+		_, err = kube.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *rbacv1.RoleBinding:
+		_, err = kube.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	default:
+		t.Fatalf("%T is not an RBAC object", obj)
+	}
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create %T: %v", obj, err)
 	}
 }
 
