@@ -70,7 +70,7 @@ func TestOperator_Integration(t *testing.T) {
 				return false, err
 			}
 			return d.Spec.Template.Spec.Containers[0].Image == "registry.test/nv/nodevirt-controller:v1" &&
-				k.Status.Phase == v1.KubeVirtPhaseDeploying && condition(k, operator.ConditionProgressing) == "True" &&
+				k.Status.Phase == v1.KubeVirtPhaseDeploying && conditionOf(k, operator.ConditionProgressing).Status == "True" &&
 				k.Status.TargetKubeVirtVersion == "v1" && k.Status.OperatorVersion == "v1", nil
 		})
 		t.Logf("install applied in %v", took)
@@ -108,8 +108,8 @@ func TestOperator_Integration(t *testing.T) {
 		rollOut(t, kube)
 		testenv.Eventually(t, 30*time.Second, "Deployed, Available", func() (bool, error) {
 			k, err := kvs.Get(ctx, "kubevirt", metav1.GetOptions{})
-			return err == nil && k.Status.Phase == v1.KubeVirtPhaseDeployed && condition(k, operator.ConditionAvailable) == "True" &&
-				condition(k, operator.ConditionProgressing) == "False" && k.Status.ObservedKubeVirtVersion == "v1", err
+			return err == nil && k.Status.Phase == v1.KubeVirtPhaseDeployed && conditionOf(k, operator.ConditionAvailable).Status == "True" &&
+				conditionOf(k, operator.ConditionProgressing).Status == "False" && k.Status.ObservedKubeVirtVersion == "v1", err
 		})
 	})
 
@@ -134,13 +134,13 @@ func TestOperator_Integration(t *testing.T) {
 				return false, err
 			}
 			return d.Spec.Template.Spec.Containers[0].Image == "registry.test/nv/nodevirt-controller:v2" &&
-				k.Status.Phase == v1.KubeVirtPhaseDeployed && condition(k, operator.ConditionProgressing) == "True" &&
+				k.Status.Phase == v1.KubeVirtPhaseDeployed && conditionOf(k, operator.ConditionProgressing).Status == "True" &&
 				k.Status.ObservedKubeVirtVersion == "v1" && k.Status.TargetKubeVirtVersion == "v2", nil
 		})
 		rollOut(t, kube)
 		testenv.Eventually(t, 30*time.Second, "v2 observed", func() (bool, error) {
 			k, err := kvs.Get(ctx, "kubevirt", metav1.GetOptions{})
-			return err == nil && k.Status.ObservedKubeVirtVersion == "v2" && condition(k, operator.ConditionProgressing) == "False", err
+			return err == nil && k.Status.ObservedKubeVirtVersion == "v2" && conditionOf(k, operator.ConditionProgressing).Status == "False", err
 		})
 	})
 
@@ -160,8 +160,8 @@ func TestOperator_Integration(t *testing.T) {
 		}
 		testenv.Eventually(t, 30*time.Second, "Degraded InvalidSpec naming the patch", func() (bool, error) {
 			k, err := kvs.Get(ctx, "kubevirt", metav1.GetOptions{})
-			return err == nil && conditionReason(k, operator.ConditionDegraded) == operator.ReasonInvalidSpec &&
-				strings.Contains(conditionMessage(k, operator.ConditionDegraded), "spec.customizeComponents.patches[0]"), err
+			return err == nil && conditionOf(k, operator.ConditionDegraded).Reason == operator.ReasonInvalidSpec &&
+				strings.Contains(conditionOf(k, operator.ConditionDegraded).Message, "spec.customizeComponents.patches[0]"), err
 		})
 		ds, err := kube.AppsV1().DaemonSets(ns).Get(ctx, "nodevirt-agent", metav1.GetOptions{})
 		if err != nil || hostPath(ds, "kubelet") != "/srv/cluster/nodes" {
@@ -176,7 +176,7 @@ func TestOperator_Integration(t *testing.T) {
 				return false, err
 			}
 			k, err := kvs.Get(ctx, "kubevirt", metav1.GetOptions{})
-			return err == nil && hostPath(ds, "kubelet") == "/var/lib/kubelet" && condition(k, operator.ConditionDegraded) == "False", err
+			return err == nil && hostPath(ds, "kubelet") == "/var/lib/kubelet" && conditionOf(k, operator.ConditionDegraded).Status == "False", err
 		})
 	})
 
@@ -192,7 +192,7 @@ func TestOperator_Integration(t *testing.T) {
 		}
 		testenv.Eventually(t, 30*time.Second, "Deleting, blocked", func() (bool, error) {
 			k, err := kvs.Get(ctx, "kubevirt", metav1.GetOptions{})
-			return err == nil && k.Status.Phase == v1.KubeVirtPhaseDeleting && conditionReason(k, operator.ConditionDegraded) == operator.ReasonDeletionBlocked, err
+			return err == nil && k.Status.Phase == v1.KubeVirtPhaseDeleting && conditionOf(k, operator.ConditionDegraded).Reason == operator.ReasonDeletionBlocked, err
 		})
 		time.Sleep(3 * time.Second) // past a recheck: still nothing removed
 		if _, err := kube.AppsV1().Deployments(ns).Get(ctx, "nodevirt-controller", metav1.GetOptions{}); err != nil {
@@ -267,22 +267,14 @@ func rollOut(t *testing.T, kube kubernetes.Interface) {
 	}
 }
 
-func condition(k *v1.KubeVirt, typ string) corev1.ConditionStatus {
+// conditionOf is k's condition typ (zero when it has none).
+func conditionOf(k *v1.KubeVirt, typ string) v1.KubeVirtCondition {
 	for _, c := range k.Status.Conditions {
 		if c.Type == typ {
-			return c.Status
+			return c
 		}
 	}
-	return ""
-}
-
-func conditionMessage(k *v1.KubeVirt, typ string) string {
-	for _, c := range k.Status.Conditions {
-		if c.Type == typ {
-			return c.Message
-		}
-	}
-	return ""
+	return v1.KubeVirtCondition{}
 }
 
 // hostPath is the host path of ds's volume name.
@@ -290,15 +282,6 @@ func hostPath(ds *appsv1.DaemonSet, name string) string {
 	for _, v := range ds.Spec.Template.Spec.Volumes {
 		if v.Name == name && v.HostPath != nil {
 			return v.HostPath.Path
-		}
-	}
-	return ""
-}
-
-func conditionReason(k *v1.KubeVirt, typ string) string {
-	for _, c := range k.Status.Conditions {
-		if c.Type == typ {
-			return c.Reason
 		}
 	}
 	return ""
