@@ -1,52 +1,32 @@
 #!/usr/bin/env bash
-# Deploy nodevirt from deploy/local onto the running local cluster
-# (make cluster-up) and wait until it can run VMs: the controller and every
-# agent are ready, every node is schedulable for VMs (heartbeat label and
-# the devices.kubevirt.io/tun device plugin resource) and nodevirt-api's
+# Deploy nodevirt onto the running local cluster (make cluster-up) as users
+# install it, with two applies: nodevirt-operator (deploy/local/operator),
+# then the KubeVirt resource (hack/localkubevirt: deploy/local's patches as
+# spec.customizeComponents, with this cluster's state directory and the
+# launcher pod shape filled in). The operator installs the CRDs, RBAC,
+# admission policies, certificates, the controller, the agents and
+# nodevirt-api. Then wait until nodevirt can run VMs: the KubeVirt is
+# Deployed, every node is schedulable for VMs (heartbeat label and the
+# devices.kubevirt.io/tun device plugin resource) and nodevirt-api's
 # APIServices (subresources.kubevirt.io) are Available.
 #
-# deploy/local names the cluster's nodes directory by the placeholder
-# /CLUSTER_DIR/nodes (an absolute host path known only at deploy time); this
-# script substitutes the running cluster's state directory.
+# An installation made by an older version of this script (kubectl apply
+# of deploy/local) is taken over in place: its certificates are kept, its
+# VMs keep running.
 #
-#   RESTART=1   restart the controller and agents after applying, so that
-#               freshly imported images with an unchanged tag are used
+#   RESTART=1   restart the operator and the components after applying, so
+#               that freshly imported images with an unchanged tag are used
 #   TIMEOUT=s   how long to wait for readiness (default 180)
 #   POD_SHAPE   launcher pod shape (ImageVolumes, Containers, Auto); default
 #               ImageVolumes on a cluster with the ImageVolume gate, else
-#               Containers. A change restarts the controller, which reads its
-#               configuration when it becomes leader.
+#               Containers. A change is in force for the next VMI (the
+#               controller watches its configuration).
 set -euo pipefail
 # shellcheck source=cluster/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/cluster/lib.sh"
 
 [ -f "$CLUSTER_DIR/cluster.env" ] || die "no cluster running in $CLUSTER_DIR (make cluster-up)"
 TIMEOUT=${TIMEOUT:-180}
-
-# The node API's CA (Secret nodevirt-ca) is made once per cluster, before
-# the controller that mounts it: only the controller holds ca.key; it signs
-# the agents' and nodevirt-api's CSRs and publishes ConfigMap
-# nodevirt-ca-bundle.
-kubectl get namespace nodevirt >/dev/null 2>&1 || kubectl create namespace nodevirt >/dev/null
-if ! kubectl -n nodevirt get secret nodevirt-ca >/dev/null 2>&1; then
-	log "creating the node API CA (Secret nodevirt-ca)"
-	(cd "$REPO_ROOT" && go run ./hack/nodeca) | kubectl apply -f - >/dev/null
-fi
-
-# nodevirt-api's serving certificate, from a CA of its own whose ca.crt is
-# the APIServices' caBundle (patched in below), made once per cluster.
-if ! kubectl -n nodevirt get secret nodevirt-api-serving >/dev/null 2>&1; then
-	log "creating nodevirt-api's serving certificate (Secret nodevirt-api-serving)"
-	(cd "$REPO_ROOT" && go run ./hack/apicert) | kubectl apply -f - >/dev/null
-fi
-# The node API CA's public bundle (ConfigMap nodevirt-ca-bundle), before the
-# pods that mount it: the controller's signer keeps it up to date, but a
-# ConfigMap created after a pod started reaches that pod's volume only at
-# the kubelet's next sync (up to a minute or more).
-if ! kubectl -n nodevirt get configmap nodevirt-ca-bundle >/dev/null 2>&1; then
-	kubectl -n nodevirt create configmap nodevirt-ca-bundle \
-		--from-literal=ca.crt="$(kubectl -n nodevirt get secret nodevirt-ca -o jsonpath='{.data.ca\.crt}' | base64 -d)" >/dev/null
-fi
 
 if [ -n "${POD_SHAPE:-}" ]; then
 	shape=$POD_SHAPE
@@ -56,26 +36,34 @@ else
 	shape=Containers
 fi
 case $shape in ImageVolumes | Containers | Auto) ;; *) die "POD_SHAPE=$shape: want ImageVolumes, Containers or Auto" ;; esac
-old_shape=$(kubectl -n nodevirt get configmap nodevirt-config -o jsonpath='{.data.launcherPodShape}' 2>/dev/null || true)
 
-log "applying deploy/local (launcher pod shape $shape)"
-kubectl kustomize "$REPO_ROOT/deploy/local" |
-	sed -e "s#/CLUSTER_DIR/nodes#$CLUSTER_DIR/nodes#g" -e "s#LAUNCHER_POD_SHAPE#$shape#g" |
-	kubectl apply -f - >/dev/null
-kubectl wait --for=condition=Established --timeout=60s \
-	crd/virtualmachines.kubevirt.io crd/virtualmachineinstances.kubevirt.io >/dev/null
-ca_bundle=$(kubectl -n nodevirt get secret nodevirt-api-serving -o jsonpath='{.data.ca\.crt}')
-for v in v1 v1alpha3; do
-	kubectl patch apiservice "$v.subresources.kubevirt.io" --type=merge \
-		-p "{\"spec\":{\"caBundle\":\"$ca_bundle\"}}" >/dev/null
-done
+log "applying deploy/local/operator (nodevirt-operator)"
+kubectl apply -k "$REPO_ROOT/deploy/local/operator" >/dev/null
+kubectl wait --for=condition=Established --timeout=60s crd/kubevirts.kubevirt.io >/dev/null
+if [ "${RESTART:-}" = 1 ]; then
+	kubectl -n nodevirt rollout restart deployment/nodevirt-operator >/dev/null
+fi
+kubectl -n nodevirt rollout status deployment/nodevirt-operator --timeout="${TIMEOUT}s" >/dev/null
+
+log "applying the local KubeVirt resource (launcher pod shape $shape)"
+# Server-side, as field manager deploy-local: what this script sets is its
+# own, and whoever applies other fields of the resource (kubectl apply
+# --server-side of spec.configuration, say) keeps theirs.
+(cd "$REPO_ROOT" && go run ./hack/localkubevirt -cluster-dir "$CLUSTER_DIR" -pod-shape "$shape") |
+	kubectl apply --server-side --field-manager=deploy-local --force-conflicts -f - >/dev/null
+
+# Deployed: the operator saw this generation, and every component ran the
+# target version and was available (the rollouts below then wait out any
+# roll the apply started).
+gen=$(kubectl -n nodevirt get kubevirt kubevirt -o jsonpath='{.metadata.generation}')
+log "waiting for the KubeVirt resource (generation $gen) to be Deployed"
+kubectl -n nodevirt wait kubevirt/kubevirt --timeout="${TIMEOUT}s" --for=jsonpath='{.status.observedGeneration}'="$gen" >/dev/null
+kubectl -n nodevirt wait kubevirt/kubevirt --timeout="${TIMEOUT}s" --for=jsonpath='{.status.phase}'=Deployed >/dev/null
+kubectl -n nodevirt wait kubevirt/kubevirt --timeout="${TIMEOUT}s" --for=condition=Available >/dev/null
 
 if [ "${RESTART:-}" = 1 ]; then
 	log "restarting the controller, agents and API server"
 	kubectl -n nodevirt rollout restart deployment/nodevirt-controller daemonset/nodevirt-agent deployment/nodevirt-api >/dev/null
-elif [ -n "$old_shape" ] && [ "$old_shape" != "$shape" ]; then
-	log "launcher pod shape $old_shape -> $shape: restarting the controller"
-	kubectl -n nodevirt rollout restart deployment/nodevirt-controller >/dev/null
 fi
 kubectl -n nodevirt rollout status deployment/nodevirt-controller --timeout="${TIMEOUT}s" >/dev/null
 kubectl -n nodevirt rollout status daemonset/nodevirt-agent --timeout="${TIMEOUT}s" >/dev/null

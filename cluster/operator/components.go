@@ -9,6 +9,13 @@ type Component struct {
 	// deleted (the CRDs, as KubeVirt's operator keeps them, and with them
 	// every VM).
 	Keep bool
+	// Placement: which of spec.infra and spec.workloads places the
+	// component's workloads.
+	Placement Placement
+	// Flags names the map of spec.customizeComponents.flags for the main
+	// container of the component's workloads (KubeVirt's names: api,
+	// controller, handler); "" none.
+	Flags string
 }
 
 // File is the component's manifest file name.
@@ -21,7 +28,7 @@ var Components = []Component{
 	{Name: "crds", Keep: true},
 	{Name: "rbac"},
 	{Name: "admission"},
-	{Name: "controller"},
-	{Name: "agent"},
-	{Name: "api"},
+	{Name: "controller", Placement: Infra, Flags: "controller"},
+	{Name: "agent", Placement: Workloads, Flags: "handler"},
+	{Name: "api", Placement: Infra, Flags: "api"},
 }

@@ -8,7 +8,15 @@
 // to spec.imageRegistry/<binary>:spec.imageTag (the operator's own registry
 // and version when unset), sets spec.imagePullPolicy on the component
 // containers, and labels every object app.kubernetes.io/managed-by:
-// nodevirt-operator with annotation nodevirt.io/install-version. The
+// nodevirt-operator with annotation nodevirt.io/install-version; between
+// the two, spec.infra and spec.workloads place the components' workloads
+// (placement.go), spec.customizeComponents.flags become their main
+// containers' arguments (flags.go) and the patches come last. Before each
+// apply, certificates.go makes what is missing of the installation's TLS
+// material (the node API CA Secret nodevirt-ca, its bundle ConfigMap
+// nodevirt-ca-bundle, nodevirt-api's serving Secret nodevirt-api-serving,
+// whose CA becomes the APIServices' caBundle); it is deleted with the
+// components. The
 // operator server-side applies them in order (field manager
 // nodevirt-operator, forced) when the resource's generation or target
 // changes, when a workload is missing, and every 5 minutes against drift.

@@ -50,6 +50,7 @@ type Deps struct {
 	VMs         kvlisters.VirtualMachineLister
 	VMIs        kvlisters.VirtualMachineInstanceLister
 	Client      versioned.Interface
+	Core        CoreClient // the TLS material (certificates.go)
 	Dynamic     dynamic.Interface
 	Mapper      Mapper
 	// Manifests are the components' manifests by component name.
@@ -102,7 +103,7 @@ func (op *Operator) Sync(ctx context.Context, key string) error {
 		return err
 	}
 	target := TargetImages(kv, op.d.Own)
-	objs, invalid := Render(op.d.Manifests, target, kv.Spec.CustomizeComponents.Patches)
+	objs, invalid := Render(op.d.Manifests, target, &kv.Spec)
 	if invalid != nil {
 		// Observed (and, deleting, removed) as rendered without the
 		// customization; nothing is applied until it is fixed.
@@ -187,7 +188,9 @@ func (op *Operator) observe(ctx context.Context, kv *v1.KubeVirt, target Images,
 			o.Remaining++
 		}
 	}
-	return o, nil
+	certs, err := op.remainingCertificates(ctx, kv.Namespace)
+	o.Remaining += certs
+	return o, err
 }
 
 // act carries out res.
@@ -200,6 +203,13 @@ func (op *Operator) act(ctx context.Context, key string, kv *v1.KubeVirt, objs [
 		kv = updated
 	}
 	if res.Apply && op.dueApply(key, kv, res) {
+		bundle, err := op.ensureCertificates(ctx, kv.Namespace)
+		if err != nil {
+			return err
+		}
+		if err := setCABundle(objs, bundle); err != nil {
+			return err
+		}
 		if err := op.apply(ctx, objs); err != nil {
 			return err
 		}
@@ -214,6 +224,9 @@ func (op *Operator) act(ctx context.Context, key string, kv *v1.KubeVirt, objs [
 	}
 	if res.DeleteComponents {
 		if err := op.deleteComponents(ctx, objs); err != nil {
+			return err
+		}
+		if err := op.deleteCertificates(ctx, kv.Namespace); err != nil {
 			return err
 		}
 	}

@@ -1,10 +1,15 @@
 package operator_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,10 +21,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/certrotation"
+	"github.com/nodevirt/nodevirt/cluster/certsigner"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
 	"github.com/nodevirt/nodevirt/cluster/operator"
 	"github.com/nodevirt/nodevirt/hack/testenv"
@@ -55,6 +65,8 @@ func TestOperator_Integration(t *testing.T) {
 	}
 	startOperator(t, apiserver.Impersonate(t, env.Kubeconfig, ns, "nodevirt-operator"), pod.Name)
 
+	dyn := dynamic.NewForConfigOrDie(env.Config)
+	var nodeCA []byte // made at install, the same after the upgrade
 	kvs := kv.KubevirtV1().KubeVirts(ns)
 	if _, err := kvs.Create(ctx, &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubevirt"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -105,6 +117,7 @@ func TestOperator_Integration(t *testing.T) {
 				t.Error(err)
 			}
 		}
+		nodeCA = checkCertificates(t, kube, dyn)
 		rollOut(t, kube)
 		testenv.Eventually(t, 30*time.Second, "Deployed, Available", func() (bool, error) {
 			k, err := kvs.Get(ctx, "kubevirt", metav1.GetOptions{})
@@ -117,6 +130,14 @@ func TestOperator_Integration(t *testing.T) {
 		_, err := kvs.Patch(ctx, "kubevirt", types.MergePatchType, []byte(`{"spec":{"imageTag":"v2; rm -rf /"}}`), metav1.PatchOptions{})
 		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.imageTag") {
 			t.Errorf("an invalid imageTag: %v, want Invalid naming spec.imageTag", err)
+		}
+		_, err = kvs.Patch(ctx, "kubevirt", types.MergePatchType, []byte(`{"spec":{"customizeComponents":{"flags":{"handler":{"v; rm -rf /":"1"}}}}}`), metav1.PatchOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.customizeComponents.flags.handler") {
+			t.Errorf("an invalid flag name: %v, want Invalid naming spec.customizeComponents.flags.handler", err)
+		}
+		_, err = kvs.Patch(ctx, "kubevirt", types.MergePatchType, []byte(`{"spec":{"infra":{"replicas":0}}}`), metav1.PatchOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.infra.replicas") {
+			t.Errorf("infra replicas 0: %v, want Invalid naming spec.infra.replicas", err)
 		}
 	})
 
@@ -142,6 +163,9 @@ func TestOperator_Integration(t *testing.T) {
 			k, err := kvs.Get(ctx, "kubevirt", metav1.GetOptions{})
 			return err == nil && k.Status.ObservedKubeVirtVersion == "v2" && conditionOf(k, operator.ConditionProgressing).Status == "False", err
 		})
+		if ca := checkCertificates(t, kube, dyn); !bytes.Equal(ca, nodeCA) {
+			t.Error("the node API CA changed with the upgrade")
+		}
 	})
 
 	t.Run("CustomizeComponents", func(t *testing.T) {
@@ -178,6 +202,55 @@ func TestOperator_Integration(t *testing.T) {
 			k, err := kvs.Get(ctx, "kubevirt", metav1.GetOptions{})
 			return err == nil && hostPath(ds, "kubelet") == "/var/lib/kubelet" && conditionOf(k, operator.ConditionDegraded).Status == "False", err
 		})
+	})
+
+	t.Run("PlacementAndFlags", func(t *testing.T) {
+		spec := `{"spec":{` +
+			`"infra":{"replicas":3,"nodePlacement":{"nodeSelector":{"node-role.example/infra":"true"},` +
+			`"tolerations":[{"key":"infra","operator":"Exists","effect":"NoSchedule"}]}},` +
+			`"workloads":{"nodePlacement":{"nodeSelector":{"node-role.example/vms":"true"}}},` +
+			`"customizeComponents":{"flags":{"handler":{"log-level":"debug"},"controller":{"kube-api-qps":"80"}}}}}`
+		if _, err := kvs.Patch(ctx, "kubevirt", types.MergePatchType, []byte(spec), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 30*time.Second, "infra and workloads placed, flags set", func() (bool, error) {
+			ctl, err := kube.AppsV1().Deployments(ns).Get(ctx, "nodevirt-controller", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			api, err := kube.AppsV1().Deployments(ns).Get(ctx, "nodevirt-api", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			ds, err := kube.AppsV1().DaemonSets(ns).Get(ctx, "nodevirt-agent", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, d := range []*appsv1.Deployment{ctl, api} {
+				p := d.Spec.Template.Spec
+				if *d.Spec.Replicas != 3 || p.NodeSelector["node-role.example/infra"] != "true" ||
+					!slices.ContainsFunc(p.Tolerations, func(t corev1.Toleration) bool { return t.Key == "infra" }) {
+					return false, nil
+				}
+			}
+			p := ds.Spec.Template.Spec
+			return p.NodeSelector["node-role.example/vms"] == "true" && p.NodeSelector["node-role.example/infra"] == "" &&
+				slices.Contains(p.Containers[0].Args, "--log-level=debug") &&
+				slices.Contains(ctl.Spec.Template.Spec.Containers[0].Args, "--kube-api-qps=80"), nil
+		})
+		if _, err := kvs.Patch(ctx, "kubevirt", types.MergePatchType, []byte(`{"spec":{"infra":null,"workloads":null,"customizeComponents":null}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 30*time.Second, "placement and flags gone with the spec", func() (bool, error) {
+			ds, err := kube.AppsV1().DaemonSets(ns).Get(ctx, "nodevirt-agent", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			ctl, err := kube.AppsV1().Deployments(ns).Get(ctx, "nodevirt-controller", metav1.GetOptions{})
+			return err == nil && ds.Spec.Template.Spec.NodeSelector["node-role.example/vms"] == "" &&
+				!slices.Contains(ds.Spec.Template.Spec.Containers[0].Args, "--log-level=debug") && *ctl.Spec.Replicas == 2, err
+		})
+		rollOut(t, kube)
 	})
 
 	t.Run("DeleteBlockedByWorkloads", func(t *testing.T) {
@@ -221,6 +294,18 @@ func TestOperator_Integration(t *testing.T) {
 			},
 			func() error {
 				_, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "nodevirt-config", metav1.GetOptions{})
+				return err
+			},
+			func() error {
+				_, err := kube.CoreV1().Secrets(ns).Get(ctx, certsigner.CASecret, metav1.GetOptions{})
+				return err
+			},
+			func() error {
+				_, err := kube.CoreV1().Secrets(ns).Get(ctx, operator.APIServingSecret, metav1.GetOptions{})
+				return err
+			},
+			func() error {
+				_, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, certrotation.BundleConfigMap, metav1.GetOptions{})
 				return err
 			},
 		} {
@@ -352,4 +437,54 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// checkCertificates: the operator made the node API's CA, its bundle and
+// nodevirt-api's serving certificate, and the APIServices trust the
+// latter's CA. It returns the node CA, which must never change while it
+// is valid.
+func checkCertificates(t *testing.T, kube kubernetes.Interface, dyn dynamic.Interface) []byte {
+	t.Helper()
+	ctx := t.Context()
+	var ca *corev1.Secret
+	testenv.Eventually(t, 30*time.Second, "the node API CA", func() (bool, error) {
+		var err error
+		ca, err = kube.CoreV1().Secrets(ns).Get(ctx, certsigner.CASecret, metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if _, err := certsigner.LoadCA(ca.Data[certsigner.CACertKey], ca.Data[certsigner.CAKeyKey]); err != nil {
+		t.Errorf("Secret %s: %v", certsigner.CASecret, err)
+	}
+	bundle, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, certrotation.BundleConfigMap, metav1.GetOptions{})
+	if err != nil || bundle.Data[certrotation.BundleKey] != string(ca.Data[certsigner.CACertKey]) {
+		t.Errorf("ConfigMap %s is not the CA's certificate: %v", certrotation.BundleConfigMap, err)
+	}
+	serving, err := kube.CoreV1().Secrets(ns).Get(ctx, operator.APIServingSecret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiServices := dyn.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
+	for _, name := range []string{"v1.subresources.kubevirt.io", "v1alpha3.subresources.kubevirt.io"} {
+		as, err := apiServices.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b64, _, _ := unstructured.NestedString(as.Object, "spec", "caBundle"); b64 != base64.StdEncoding.EncodeToString(serving.Data["ca.crt"]) {
+			t.Errorf("APIService %s: caBundle is not nodevirt-api's serving CA", name)
+		}
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(serving.Data["ca.crt"])
+	b, _ := pem.Decode(serving.Data[corev1.TLSCertKey])
+	if b == nil {
+		t.Fatal("nodevirt-api-serving: tls.crt is not PEM")
+	}
+	crt, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := crt.Verify(x509.VerifyOptions{DNSName: "nodevirt-api." + ns + ".svc", Roots: roots}); err != nil {
+		t.Errorf("nodevirt-api's serving certificate: %v", err)
+	}
+	return ca.Data[certsigner.CACertKey]
 }

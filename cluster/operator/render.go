@@ -76,10 +76,12 @@ type Object struct {
 
 // Render parses each component's manifest (manifests by component name)
 // and returns its objects in install order: images resolved, pull policy
-// set, the patches of spec.customizeComponents applied, labelled as the
-// operator's and annotated with the version. It is pure; an error names
-// the component and the document, or the patch.
-func Render(manifests map[string][]byte, img Images, patches []v1.CustomizeComponentsPatch) ([]Object, error) {
+// set, then what spec (nil: nothing) customizes — spec.infra and
+// spec.workloads placement, spec.customizeComponents.flags, and last its
+// patches, which may change anything before them — and every object
+// labelled as the operator's and annotated with the version. It is pure;
+// an error names the component and the document, or the spec field.
+func Render(manifests map[string][]byte, img Images, spec *v1.KubeVirtSpec) ([]Object, error) {
 	if img.Registry == "" || img.Tag == "" {
 		return nil, errors.New("render: the image registry and tag must be set")
 	}
@@ -97,8 +99,16 @@ func Render(manifests map[string][]byte, img Images, patches []v1.CustomizeCompo
 			if err := setImages(u, img); err != nil {
 				return nil, fmt.Errorf("render: component %s: %s %s: %w", c.Name, u.GetKind(), u.GetName(), err)
 			}
-			if err := customize(u, patches); err != nil {
-				return nil, err
+			if spec != nil {
+				if err := place(u, c.Placement.config(spec), c.Placement.field()); err != nil {
+					return nil, fmt.Errorf("render: component %s: %s %s: %w", c.Name, u.GetKind(), u.GetName(), err)
+				}
+				if err := setFlags(u, flagsOf(c.Flags, spec.CustomizeComponents.Flags), "spec.customizeComponents.flags."+c.Flags); err != nil {
+					return nil, err
+				}
+				if err := customize(u, spec.CustomizeComponents.Patches); err != nil {
+					return nil, err
+				}
 			}
 			labels := u.GetLabels()
 			if labels == nil {

@@ -181,7 +181,7 @@ spec:
 			Patch: `[{"op":"add","path":"/spec/replicas","value":1}]`},
 		{ResourceType: "Deployment", ResourceName: "someone-else", Type: v1.JSONPatchType, Patch: `[{"op":"remove","path":"/spec"}]`},
 	}
-	objs, err := Render(m, img, patches)
+	objs, err := Render(m, img, &v1.KubeVirtSpec{CustomizeComponents: v1.CustomizeComponents{Patches: patches}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ spec:
 			"patches[0].resourceName"},
 	}
 	for _, b := range bad {
-		if _, err := Render(m, img, []v1.CustomizeComponentsPatch{b.p}); err == nil || !strings.Contains(err.Error(), b.want) {
+		if _, err := Render(m, img, &v1.KubeVirtSpec{CustomizeComponents: v1.CustomizeComponents{Patches: []v1.CustomizeComponentsPatch{b.p}}}); err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("%+v: error %v, want %q", b.p, err, b.want)
 		}
 	}

@@ -54,7 +54,7 @@ func operate(ctx context.Context, c config, rc *rest.Config, manifests map[strin
 	op := operator.New(operator.Deps{
 		KubeVirts: kvs.Lister(), Deployments: deps.Lister(), DaemonSets: dss.Lister(),
 		VMs: vms.Lister(), VMIs: vmis.Lister(),
-		Client: kv, Dynamic: dyn, Mapper: mapper, Manifests: manifests, Own: c.own,
+		Client: kv, Core: kube.CoreV1(), Dynamic: dyn, Mapper: mapper, Manifests: manifests, Own: c.own,
 		Queue: loop, Log: log,
 	})
 	loop.SetSyncer(reconcile.SyncFunc(op.Sync))

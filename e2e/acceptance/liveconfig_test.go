@@ -14,12 +14,14 @@ import (
 )
 
 // Issue 20: the cluster is configured through the KubeVirt resource, live.
-// An invalid configuration is refused at admission naming the field, and
-// so is a second KubeVirt;
-// applying deploy/examples/kubevirt.yaml with another cpuAllocationRatio
-// changes the CPU request of the next VMI's launcher pod, while a running
-// VMI keeps its pod and its QEMU; deleting the resource brings back the
-// defaults.
+// The installation's KubeVirt (hack/deploy-local.sh: no configuration)
+// takes deploy/examples/kubevirt.yaml's configuration by a server-side
+// apply of its own field manager, which leaves the installation's
+// customizeComponents alone. An invalid configuration is refused at
+// admission naming the field, and so is a second KubeVirt; another
+// cpuAllocationRatio changes the CPU request of the next VMI's launcher
+// pod, while a running VMI keeps its pod and its QEMU; removing the
+// configuration brings back the defaults.
 func testLiveConfiguration(t *testing.T, s *suite) {
 	running := s.startVMI(t, "cfg-before")
 	defer s.deleteVMI(t, running.Name)
@@ -30,17 +32,22 @@ func testLiveConfiguration(t *testing.T, s *suite) {
 	}
 
 	invalid := s.example(t, "kubevirt.yaml", "", "cpuAllocationRatio: 10", "cpuAllocationRatio: 0")
-	out, err := s.kubectlErr(invalid, "apply", "-f", "-")
+	apply := []string{"apply", "--server-side", "--field-manager=acceptance-liveconfig", "-f", "-"}
+	out, err := s.kubectlErr(invalid, apply...)
 	if err == nil || !strings.Contains(out+err.Error(), "spec.configuration.developerConfiguration.cpuAllocationRatio") {
 		t.Errorf("KubeVirt with cpuAllocationRatio 0: %v\n%s\nwant a refusal naming the field", err, out)
 	}
 	t.Logf("refused: %s", strings.TrimSpace(out+" "+errString(err)))
 
 	applied := time.Now()
-	s.kubectl(t, s.example(t, "kubevirt.yaml", "", "cpuAllocationRatio: 10", "cpuAllocationRatio: 2"), "apply", "-f", "-")
-	defer s.kubectl(t, nil, "delete", "kubevirt", "-n", "nodevirt", "kubevirt", "--wait=true")
+	s.kubectl(t, s.example(t, "kubevirt.yaml", "", "cpuAllocationRatio: 10", "cpuAllocationRatio: 2"), apply...)
+	defer s.kubectl(t, nil, "patch", "kubevirt", "-n", "nodevirt", "kubevirt", "--type=json", "-p", `[{"op":"remove","path":"/spec/configuration"}]`)
 	s.waitEventOn(t, "nodevirt", "kubevirt", liveconfig.ReasonApplied, applied, 30*time.Second)
 	t.Logf("configuration in force %v after kubectl apply", time.Since(applied).Round(time.Millisecond))
+	// The installation is not touched: the operator still sees it Deployed.
+	if out := s.kubectl(t, nil, "get", "kubevirt", "-n", "nodevirt", "kubevirt", "-o", "jsonpath={.spec.customizeComponents.patches[*].resourceName}"); !strings.Contains(out, "nodevirt-agent") {
+		t.Errorf("the installation's customizeComponents after the configuration was applied: %q", out)
+	}
 
 	// A second KubeVirt is refused (deploy/admission).
 	second := s.example(t, "kubevirt.yaml", "second")

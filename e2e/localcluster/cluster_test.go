@@ -42,15 +42,16 @@ func TestSingleNode(t *testing.T) {
 	stopCluster(t, c)
 }
 
-// checkDeployLocal applies the local overlay (namespace and CRDs so far) and
-// waits until the CRDs are served.
+// checkDeployLocal applies the local cluster's first install step
+// (deploy/local/operator: the namespace, the CRDs, the operator) and waits
+// until the CRDs are served.
 func checkDeployLocal(t *testing.T, ctx context.Context, c *Cluster) {
 	t.Helper()
 	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubectl(t, ctx, c, nil, "apply", "-k", filepath.Join(root, "deploy", "local"))
+	kubectl(t, ctx, c, nil, "apply", "-k", filepath.Join(root, "deploy", "local", "operator"))
 	kubectl(t, ctx, c, nil, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
 	kubectl(t, ctx, c, nil, "get", "namespace", "nodevirt")
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
@@ -32,9 +30,12 @@ const (
 	upgrade = "e2e-upgrade" // the second tag of the same locally built images
 )
 
-// TestOperator_Cluster: the operator takes over the local installation,
-// upgrades it with a VM running, and blocks its own removal while the VM
-// exists. Disturbed = the VMI's launcher pod or QEMU pid changed, or the
+// TestOperator_Cluster: nodevirt as hack/deploy-local.sh installs it (the
+// operator, then the local KubeVirt resource) upgrades to a second locally
+// built tag with a VM running and nothing disturbed; deleting the KubeVirt
+// is refused while the VM exists and, once it is gone, removes everything
+// but the CRDs; the two applies then install it again from there, and a
+// VM runs. Disturbed = the VMI's launcher pod or QEMU pid changed, or the
 // VMI left Running.
 func TestOperator_Cluster(t *testing.T) {
 	c := localcluster.Deployed(t, testenv.LogWriter(t))
@@ -61,8 +62,17 @@ func TestOperator_Cluster(t *testing.T) {
 		}
 		return string(out)
 	}
+	// Whatever happens, the suites after this one find nodevirt installed.
+	t.Cleanup(func() { reinstall(t, c, kv) })
 
-	// A VM running before the operator exists.
+	waitDeployed(t, ctx, kv, "dev")
+	checkOperatorCertificates(t, ctx, kube)
+	// The uninstall below waits for every VM of the cluster to be gone:
+	// only this test's may exist.
+	if vms, vmis := kubectl(nil, "get", "vm", "-A", "-o", "name"), kubectl(nil, "get", "vmi", "-A", "-o", "name"); vms+vmis != "" {
+		t.Fatalf("VMs left by an earlier run block the uninstall step; delete them first:\n%s%s", vms, vmis)
+	}
+
 	kubectl(nil, "create", "namespace", vmNS)
 	t.Cleanup(func() { _, _ = c.Kubectl(context.Background(), nil, "delete", "namespace", vmNS, "--wait=false") })
 	kubectl(nil, "apply", "-n", vmNS, "-f", filepath.Join(root, "deploy", "examples", "vmi.yaml"))
@@ -81,31 +91,12 @@ func TestOperator_Cluster(t *testing.T) {
 		}
 	}
 
-	// The operator, then the KubeVirt resource with the local differences.
-	kubectl(nil, "apply", "-k", filepath.Join(root, "deploy", "local", "operator"))
-	t.Cleanup(func() { removeOperator(t, c, kv) })
-	shape := kubectl(nil, "-n", ns, "get", "configmap", "nodevirt-config", "-o", "jsonpath={.data.launcherPodShape}")
-	kubeVirt := &v1.KubeVirt{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "KubeVirt"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubevirt"},
-		Spec:       v1.KubeVirtSpec{CustomizeComponents: v1.CustomizeComponents{Patches: localPatches(t, root, c.Dir, shape)}},
-	}
-	body, err := json.Marshal(kubeVirt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	kubectl(body, "apply", "-f", "-")
-	waitDeployed(t, ctx, kv, "dev")
-	t.Logf("MEASURE operator takeover: Deployed %v after the KubeVirt was applied", time.Since(start).Round(time.Millisecond))
-	undisturbed("after the takeover")
-
 	// The upgrade: the same images tagged again.
 	if err := c.Script(ctx, "tag-images.sh", "dev", upgrade); err != nil {
 		t.Fatal(err)
 	}
 	agentBefore := agentPod(t, ctx, kube, vmi.Status.NodeName, "")
-	start = time.Now()
+	start := time.Now()
 	if _, err := kv.KubevirtV1().KubeVirts(ns).Patch(ctx, "kubevirt", types.MergePatchType,
 		[]byte(`{"spec":{"imageTag":"`+upgrade+`"}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -152,54 +143,86 @@ func TestOperator_Cluster(t *testing.T) {
 		t.Errorf("the agent went while a VM exists: %v", err)
 	}
 	undisturbed("after the refused uninstall")
+
+	// Once the VM is gone, everything goes but the CRDs.
+	kubectl(nil, "delete", "-n", vmNS, "vmi", "demo-vmi", "--wait=true", "--timeout=2m")
+	start = time.Now()
+	testenv.Eventually(t, 3*time.Minute, "the KubeVirt removed", func() (bool, error) {
+		_, err := kv.KubevirtV1().KubeVirts(ns).Get(ctx, "kubevirt", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	t.Logf("MEASURE uninstall: the KubeVirt gone %v after its last VMI", time.Since(start).Round(time.Millisecond))
+	checkUninstalled(t, ctx, c)
+
+	// The two applies install it again (hack/deploy-local.sh), with the
+	// operator itself removed first: what a fresh cluster goes through,
+	// with the CRDs and the images already there.
+	removeOperator(t, c)
+	start = time.Now()
+	if err := localcluster.Deploy(ctx, c, testenv.LogWriter(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("MEASURE install: the two applies → Deployed, every node ready for VMs: %v", time.Since(start).Round(time.Millisecond))
+	checkOperatorCertificates(t, ctx, kube)
+	kubectl(nil, "apply", "-n", vmNS, "-f", filepath.Join(root, "deploy", "examples", "vmi.yaml"))
+	waitRunning(t, ctx, kv, "demo-vmi")
+	t.Logf("MEASURE install: a VMI Running %v after the two applies began", time.Since(start).Round(time.Millisecond))
 }
 
-// localPatches turns deploy/local's kustomize patches into
-// customizeComponents patches, with the values hack/deploy-local.sh fills
-// in (the cluster's nodes directory, the launcher pod shape). The
-// controller's launcherImage is left to the operator (it follows the
-// installed version).
-func localPatches(t *testing.T, root, clusterDir, shape string) []v1.CustomizeComponentsPatch {
+// checkUninstalled: no object the operator installed is left but the
+// CRDs (which stay, as KubeVirt's do), nor the certificates it made.
+func checkUninstalled(t *testing.T, ctx context.Context, c *localcluster.Cluster) {
 	t.Helper()
-	var k struct {
-		Patches []struct {
-			Path string `json:"path"`
-		} `json:"patches"`
+	sel := "-l=" + operator.ManagedByLabel + "=" + operator.ManagedBy
+	for _, args := range [][]string{
+		{"-n", ns, "get", "deployments,daemonsets,services,configmaps,secrets,serviceaccounts,roles,rolebindings", sel, "-o", "name"},
+		{"get", "clusterroles,clusterrolebindings,apiservices,validatingadmissionpolicies,validatingadmissionpolicybindings", sel, "-o", "name"},
+	} {
+		out, err := c.Kubectl(ctx, nil, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := strings.TrimSpace(string(out)); s != "" {
+			t.Errorf("left after the uninstall: %s", s)
+		}
 	}
-	b, err := os.ReadFile(filepath.Join(root, "deploy", "local", "kustomization.yaml"))
+	for _, name := range []string{"nodevirt-ca", "nodevirt-api-serving"} {
+		if out, err := c.Kubectl(ctx, nil, "-n", ns, "get", "secret", name, "--ignore-not-found", "-o", "name"); err != nil || len(bytes.TrimSpace(out)) != 0 {
+			t.Errorf("Secret %s left after the uninstall: %q %v", name, out, err)
+		}
+	}
+	out, err := c.Kubectl(ctx, nil, "get", "crd", "virtualmachines.kubevirt.io", "kubevirts.kubevirt.io", "-o", "name")
+	if err != nil {
+		t.Errorf("the CRDs must stay: %v %s", err, out)
+	}
+}
+
+// checkOperatorCertificates: nodevirt-api's serving certificate is the
+// operator's, and the APIServices trust its CA.
+func checkOperatorCertificates(t *testing.T, ctx context.Context, kube kubernetes.Interface) {
+	t.Helper()
+	s, err := kube.CoreV1().Secrets(ns).Get(ctx, operator.APIServingSecret, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := yaml.Unmarshal(b, &k); err != nil {
+	if _, err := kube.CoreV1().Secrets(ns).Get(ctx, "nodevirt-ca", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	}
+	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/apis/apiregistration.k8s.io/v1/apiservices/v1.subresources.kubevirt.io").DoRaw(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	var out []v1.CustomizeComponentsPatch
-	for _, p := range k.Patches {
-		b, err := os.ReadFile(filepath.Join(root, "deploy", "local", p.Path))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := strings.ReplaceAll(string(b), "/CLUSTER_DIR/nodes", filepath.Join(clusterDir, "nodes"))
-		s = strings.ReplaceAll(s, "LAUNCHER_POD_SHAPE", shape)
-		var m map[string]any
-		if err := yaml.Unmarshal([]byte(s), &m); err != nil {
-			t.Fatalf("%s: %v", p.Path, err)
-		}
-		if data, ok := m["data"].(map[string]any); ok {
-			delete(data, "launcherImage")
-		}
-		patch, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		md := m["metadata"].(map[string]any)
-		out = append(out, v1.CustomizeComponentsPatch{ResourceType: m["kind"].(string), ResourceName: md["name"].(string),
-			Type: v1.StrategicMergePatchType, Patch: string(patch)})
+	var as struct {
+		Spec struct {
+			CABundle []byte `json:"caBundle"`
+		} `json:"spec"`
 	}
-	if len(out) == 0 {
-		t.Fatal("deploy/local has no patches")
+	if err := json.Unmarshal(raw, &as); err != nil {
+		t.Fatal(err)
 	}
-	return out
+	if !bytes.Equal(as.Spec.CABundle, s.Data["ca.crt"]) {
+		t.Error("APIService v1.subresources.kubevirt.io does not trust nodevirt-api-serving's CA")
+	}
 }
 
 func waitRunning(t *testing.T, ctx context.Context, kv versioned.Interface, name string) *v1.VirtualMachineInstance {
@@ -262,27 +285,41 @@ func agentPod(t *testing.T, ctx context.Context, kube kubernetes.Interface, node
 	return pod
 }
 
-// removeOperator leaves the installation as hack/deploy-local.sh made it,
-// for the suites after this one: the KubeVirt resource goes without
-// removing anything (its finalizer dropped once the operator is stopped),
-// then the operator's own objects; the namespace and CRDs stay.
-func removeOperator(t *testing.T, c *localcluster.Cluster, kv versioned.Interface) {
+// removeOperator deletes nodevirt-operator's own objects (its Deployment,
+// RBAC and ServiceAccount); the namespace and the CRDs stay.
+func removeOperator(t *testing.T, c *localcluster.Cluster) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, args := range [][]string{
 		{"-n", ns, "delete", "deployment", "nodevirt-operator", "--wait=true"},
 		{"delete", "clusterrolebinding,clusterrole", "nodevirt-operator"},
-		{"-n", ns, "delete", "serviceaccount", "nodevirt-operator"},
+		{"-n", ns, "delete", "rolebinding,role,serviceaccount", "nodevirt-operator"},
 	} {
 		if _, err := c.Kubectl(ctx, nil, args...); err != nil {
-			t.Errorf("cleanup: %v", err)
+			t.Errorf("remove the operator: %v", err)
 		}
 	}
-	_, err := kv.KubevirtV1().KubeVirts(ns).Patch(ctx, "kubevirt", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		t.Errorf("cleanup: %v", err)
+}
+
+// reinstall leaves nodevirt installed for the suites after this one: a
+// KubeVirt still being deleted (a failed step) is let go once its VMs are,
+// then hack/deploy-local.sh runs again. Nothing to do after a pass.
+func reinstall(t *testing.T, c *localcluster.Cluster, kv versioned.Interface) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	k, err := kv.KubevirtV1().KubeVirts(ns).Get(ctx, "kubevirt", metav1.GetOptions{})
+	if err == nil && k.DeletionTimestamp == nil && k.Spec.ImageTag == "" && k.Status.Phase == v1.KubeVirtPhaseDeployed {
+		return
 	}
-	if err := kv.KubevirtV1().KubeVirts(ns).Delete(ctx, "kubevirt", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		t.Errorf("cleanup: %v", err)
+	if err == nil && k.DeletionTimestamp != nil {
+		_, _ = c.Kubectl(ctx, nil, "delete", "namespace", vmNS, "--wait=true", "--timeout=3m")
+		_, _ = c.Kubectl(ctx, nil, "-n", ns, "wait", "--for=delete", "kubevirt/kubevirt", "--timeout=2m")
+	}
+	if err == nil && k.Spec.ImageTag != "" {
+		_, _ = kv.KubevirtV1().KubeVirts(ns).Patch(ctx, "kubevirt", types.JSONPatchType, []byte(`[{"op":"remove","path":"/spec/imageTag"}]`), metav1.PatchOptions{})
+	}
+	if err := localcluster.Deploy(ctx, c, testenv.LogWriter(t)); err != nil {
+		t.Errorf("reinstall: %v", err)
 	}
 }

@@ -75,6 +75,43 @@ type KubeVirtSpec struct {
 	// Configuration is the cluster-wide configuration of VMs.
 	// +optional
 	Configuration KubeVirtConfiguration `json:"configuration,omitempty"`
+	// Infra places and scales the infrastructure components: the
+	// controller and nodevirt-api Deployments (KubeVirt's virt-controller
+	// and virt-api).
+	// +optional
+	Infra *ComponentConfig `json:"infra,omitempty"`
+	// Workloads places the node agent DaemonSet (KubeVirt's virt-handler)
+	// and so the nodes VMs can run on: only nodes with a ready agent are
+	// schedulable for VMs. Its replicas are ignored.
+	// +optional
+	Workloads *ComponentConfig `json:"workloads,omitempty"`
+}
+
+// ComponentConfig is spec.infra or spec.workloads.
+type ComponentConfig struct {
+	// NodePlacement constrains where the components' pods run.
+	// +optional
+	NodePlacement *NodePlacement `json:"nodePlacement,omitempty"`
+	// Replicas of each infrastructure Deployment; unset, the manifests'
+	// (2).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	Replicas *uint8 `json:"replicas,omitempty"`
+}
+
+// NodePlacement is where a component's pods may run, as in a pod spec.
+// The operator merges it into the component's pod template: nodeSelector
+// entries are added (the placement's value wins), tolerations appended,
+// and each affinity kind it sets (node, pod, pod anti-affinity) replaces
+// the template's.
+type NodePlacement struct {
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// +optional
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 }
 
 // KubeVirtConfiguration is spec.configuration.
@@ -145,6 +182,28 @@ type CustomizeComponents struct {
 	// +optional
 	// +listType=atomic
 	Patches []CustomizeComponentsPatch `json:"patches,omitempty"`
+	// Flags are extra command-line flags of the components.
+	// +optional
+	Flags *Flags `json:"flags,omitempty"`
+}
+
+// Flags are command-line flags by component, as KubeVirt's
+// customizeComponents.flags: each key k with value v becomes the argument
+// --k=v (--k for an empty value) of the component's main container,
+// replacing an argument of the same flag. Keys are flag names.
+type Flags struct {
+	// API: nodevirt-api (KubeVirt's virt-api).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9][a-z0-9-]*$'))",message="flag names are lower-case letters, digits and dashes"
+	API map[string]string `json:"api,omitempty"`
+	// Controller: nodevirt-controller (KubeVirt's virt-controller).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9][a-z0-9-]*$'))",message="flag names are lower-case letters, digits and dashes"
+	Controller map[string]string `json:"controller,omitempty"`
+	// Handler: the node agent (KubeVirt's virt-handler).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9][a-z0-9-]*$'))",message="flag names are lower-case letters, digits and dashes"
+	Handler map[string]string `json:"handler,omitempty"`
 }
 
 // CustomizeComponentsPatch is one patch of component objects.
