@@ -3,6 +3,7 @@ module github.com/nodevirt/nodevirt
 go 1.24.2
 
 require (
+	github.com/container-storage-interface/spec v1.12.0
 	github.com/containernetworking/plugins v1.8.0
 	github.com/fsnotify/fsnotify v1.9.0
 	github.com/google/go-cmp v0.7.0
@@ -29,6 +30,7 @@ require (
 	k8s.io/apiserver v0.34.4
 	k8s.io/client-go v0.34.4
 	k8s.io/component-base v0.34.4
+	k8s.io/component-helpers v0.34.4
 	k8s.io/klog/v2 v2.130.1
 	k8s.io/kubelet v0.34.4
 	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397
@@ -110,7 +112,6 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/component-helpers v0.34.4 // indirect
 	k8s.io/kms v0.34.4 // indirect
 	k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.31.2 // indirect

@@ -20,7 +20,7 @@ func (s *system) replicas(d Deps, inf informerSet, recorder record.EventRecorder
 	sets := s.kvFactory.Kubevirt().V1().VirtualMachineInstanceReplicaSets().Informer()
 	pools := s.kvFactory.Pool().V1alpha1().VirtualMachinePools().Informer()
 	for _, i := range []cache.SharedIndexInformer{sets, pools} {
-		if err := i.SetTransform(stripManagedFields); err != nil {
+		if err := i.SetTransform(reconcile.StripManagedFields); err != nil {
 			return nil, fmt.Errorf("informer transform: %w", err)
 		}
 	}

@@ -187,7 +187,7 @@ func (s *system) signer(cfg Config, d Deps, ca *certsigner.CA, metrics *reconcil
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = certsigner.BundleSelector }))
 	csrs := s.kubeFactory.Certificates().V1().CertificateSigningRequests()
 	cms := s.caFactory.Core().V1().ConfigMaps()
-	if err := errors.Join(csrs.Informer().SetTransform(stripManagedFields), cms.Informer().SetTransform(stripManagedFields)); err != nil {
+	if err := errors.Join(csrs.Informer().SetTransform(reconcile.StripManagedFields), cms.Informer().SetTransform(reconcile.StripManagedFields)); err != nil {
 		return nil, fmt.Errorf("informer transform: %w", err)
 	}
 	csrLoop := reconcile.New("csr", certsigner.New(certsigner.Deps{
@@ -234,7 +234,7 @@ func (s *system) informers() (informerSet, error) {
 		nodes:      s.kubeFactory.Core().V1().Nodes().Informer(),
 	}
 	for _, i := range []cache.SharedIndexInformer{inf.vms, inf.vmis, inf.vmims, inf.pvcs, inf.nodes, inf.pdbs, inf.policies, inf.namespaces} {
-		if err := i.SetTransform(stripManagedFields); err != nil {
+		if err := i.SetTransform(reconcile.StripManagedFields); err != nil {
 			return inf, fmt.Errorf("informer transform: %w", err)
 		}
 	}
@@ -279,7 +279,7 @@ func (s *system) liveConfig(cfg, flags Config, d Deps, recorder record.EventReco
 	live := liveconfig.New(cfg, deps)
 	s.live = live
 	for _, i := range watched {
-		if err := i.SetTransform(stripManagedFields); err != nil {
+		if err := i.SetTransform(reconcile.StripManagedFields); err != nil {
 			return nil, fmt.Errorf("informer transform: %w", err)
 		}
 		if _, err := i.AddEventHandler(live.Handler()); err != nil {

@@ -2,17 +2,9 @@ package controller
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-// stripManagedFields drops metadata.managedFields from cached objects: the
-// controllers never read them and they are a large part of each object.
-func stripManagedFields(obj any) (any, error) {
-	if m, ok := obj.(metav1.Object); ok {
-		m.SetManagedFields(nil)
-	}
-	return obj, nil
-}
+	"github.com/nodevirt/nodevirt/cluster/reconcile"
+)
 
 // trimPod is the launcher pod cache's transform: managed fields and the
 // container fields no controller reads (environment, mounts, probes,
@@ -25,7 +17,7 @@ func stripManagedFields(obj any) (any, error) {
 func trimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
-		return stripManagedFields(obj)
+		return reconcile.StripManagedFields(obj)
 	}
 	pod.ManagedFields = nil
 	pod.Spec.SecurityContext = nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -37,12 +36,7 @@ func operate(ctx context.Context, c config, rc *rest.Config, manifests map[strin
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
 
-	strip := cache.TransformFunc(func(o any) (any, error) {
-		if m, ok := o.(metav1.Object); ok {
-			m.SetManagedFields(nil)
-		}
-		return o, nil
-	})
+	strip := cache.TransformFunc(reconcile.StripManagedFields)
 	own := kvinformers.NewSharedInformerFactoryWithOptions(kv, 0, kvinformers.WithNamespace(c.namespace), kvinformers.WithTransform(strip))
 	cluster := kvinformers.NewSharedInformerFactoryWithOptions(kv, 0, kvinformers.WithTransform(strip))
 	apps := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(c.namespace), informers.WithTransform(strip))

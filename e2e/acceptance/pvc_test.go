@@ -91,10 +91,9 @@ func ownerUID(fi os.FileInfo) int {
 	return -1
 }
 
-// pvcVMRestart creates a local PV (source: the local volume's YAML), a
-// claim bound to it and a VM with the claim as its second disk; the guest
-// writes the marker; the VM is stopped (Halted) and started again (Always)
-// and the new guest finds it. It deletes all of them at the end.
+// pvcVMRestart creates a local PV (source: the local volume's YAML) and a
+// claim bound to it, then runs claimVMRestart on it; it deletes them at
+// the end.
 func (s *suite) pvcVMRestart(t *testing.T, name, node, class, mode, local string) {
 	t.Helper()
 	pv := "nodevirt-e2e-" + name
@@ -125,17 +124,34 @@ spec:
   resources: {requests: {storage: 64Mi}}
 `, pv, class, mode, local, node, name, namespace)))
 	t.Cleanup(func() {
-		s.deleteVM(t, name)
 		s.kubectl(t, nil, "delete", "-n", namespace, "pvc", name, "--ignore-not-found", "--wait=true", "--timeout=60s")
 		s.kubectl(t, nil, "delete", "pv", pv, "--ignore-not-found", "--wait=true", "--timeout=60s")
 	})
+	s.claimVMRestart(t, name, mode)
+}
+
+// claimVM creates VM name (runStrategy Always) with claim as its second
+// disk and returns its VMI once the guest has reported on that disk: what
+// it said, PVC-WROTE (a fresh disk: it wrote the marker) or PVC-FOUND (the
+// marker was there). The VM is deleted at the end of the test.
+func (s *suite) claimVM(t *testing.T, name, claim string) (*v1.VirtualMachineInstance, string) {
+	t.Helper()
+	t.Cleanup(func() { s.deleteVM(t, name) })
 	m := s.vmManifest(t, name, "Always", pvcScript)
 	m = []byte(strings.Replace(string(m), "          disks:\n", "          disks:\n          - name: data\n            disk: {bus: virtio}\n", 1))
-	m = []byte(strings.Replace(string(m), "      volumes:\n", fmt.Sprintf("      volumes:\n      - name: data\n        persistentVolumeClaim: {claimName: %s}\n", name), 1))
-	start := time.Now()
+	m = []byte(strings.Replace(string(m), "      volumes:\n", fmt.Sprintf("      volumes:\n      - name: data\n        persistentVolumeClaim: {claimName: %s}\n", claim), 1))
 	s.apply(t, m)
 	vmi := s.waitVMI(t, name, 120*time.Second, "Running", phaseIs(v1.Running))
-	got := s.waitSerial(t, s.launcherPod(t, vmi), "PVC-", 120*time.Second)
+	return vmi, s.waitSerial(t, s.launcherPod(t, vmi), "PVC-", 120*time.Second)
+}
+
+// claimVMRestart runs a VM on claim name: the guest writes the marker; the
+// VM is stopped (Halted) and started again (Always) and the new guest
+// finds it.
+func (s *suite) claimVMRestart(t *testing.T, name, mode string) {
+	t.Helper()
+	start := time.Now()
+	vmi, got := s.claimVM(t, name, name)
 	if !strings.HasPrefix(got, "PVC-WROTE") {
 		t.Fatalf("first boot: guest said %q, want PVC-WROTE (a fresh disk)", got)
 	}

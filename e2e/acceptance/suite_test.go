@@ -60,6 +60,7 @@ type extra struct {
 var extras = []extra{
 	{10, "PrometheusScrape", testPrometheusScrape},
 	{19, "PVCs", testPVCs},
+	{19, "CSIStorage", testCSIStorage},
 	{19, "Instancetype", testInstancetypeVM},
 	{19, "EFI", testEFIVM},
 	{19, "SecureBoot", testSecureBootVM},

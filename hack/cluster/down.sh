@@ -66,6 +66,17 @@ unmount_all() {
 	done
 }
 
+# detach_loops detaches the loop devices over files of the cluster (Block
+# volumes: the CSI driver's, and the kubelet's own over its publish paths)
+# that an interrupted teardown left bound.
+detach_loops() {
+	local dev file
+	command -v losetup >/dev/null || return 0
+	losetup -l -n -O NAME,BACK-FILE 2>/dev/null | while read -r dev file; do
+		case $file in "$CLUSTER_DIR"/*) losetup -d "$dev" 2>/dev/null && echo "detached $dev ($file)" ;; esac
+	done
+}
+
 cleanup_iptables() {
 	local ipt tbl r c
 	[ -x "$K8S_BIN/kube-proxy" ] && "$K8S_BIN/kube-proxy" --cleanup >/dev/null 2>&1
@@ -99,6 +110,7 @@ main() {
 	kill_shims
 	log "processes stopped"
 	unmount_all
+	detach_loops
 	for ((i = 0; i < NODES; i++)); do
 		ip link delete "$(cni_bridge "$i")" 2>/dev/null && echo "removed link $(cni_bridge "$i")"
 	done
@@ -110,7 +122,7 @@ main() {
 	for ((i = 0; i < NODES; i++)); do
 		rm -rf "$(node_dir "$i")"/{kubelet,kubelet-pki,run,pod-logs,cni/ipam,containerd/state,containerd*.sock,device-plugins}
 	done
-	rm -rf "$CLUSTER_DIR/etcd" "$RUN" "$CLUSTER_DIR/cluster.env" "$CLUSTER_DIR/config.env"
+	rm -rf "$CLUSTER_DIR/etcd" "$CLUSTER_DIR/csi" "$RUN" "$CLUSTER_DIR/cluster.env" "$CLUSTER_DIR/config.env"
 	[ "${PURGE:-0}" = 1 ] && rm -rf "$CLUSTER_DIR" && echo "removed $CLUSTER_DIR"
 	left=$(cluster_pids | tr '\n' ' ')
 	[ -z "$left" ] || die "processes still running from $CLUSTER_DIR: $left"

@@ -10,6 +10,9 @@
 #                       kubectl-nodevirt: /usr/bin/<cmd>; nodevirt-operator
 #                       also carries the component manifests in /manifests
 #                       (hack/manifests)
+#   csi-hostpath, csi-provisioner, csi-snapshotter, snapshot-controller
+#                       the local cluster's CSI storage (hack/csihostpath and
+#                       the sidecars of hack/build-csi.sh), when built
 #   nodevirt-launcher   QEMU and swtpm with their library closure, firmware (SeaBIOS, OVMF) and keymaps
 #                       (self-contained, nothing from the host's /usr), plus
 #                       /usr/bin/nodevirt-launcher once cmd/nodevirt-launcher exists
@@ -113,6 +116,19 @@ if [[ " ${cmds[*]} " == *" nodevirt-launcher "* ]]; then
 	files+=("$bin/nodevirt-launcher=/usr/bin/nodevirt-launcher")
 fi
 image nodevirt-launcher "${flags[@]}" "${files[@]}"
+
+# The local cluster's CSI storage: the driver (hack/csihostpath) and the
+# Kubernetes CSI sidecars hack/build-csi.sh built (make cluster-binaries).
+csi=$out/csi/bin
+if [ -x "$csi/csi-provisioner" ]; then
+	mkdir -p "$scratch/csi"
+	(cd "$root" && go build -trimpath -o "$scratch/csi/" ./hack/csihostpath)
+	install_changed "$csi" "$scratch/csi/csihostpath"
+	image csi-hostpath -entrypoint /usr/bin/csihostpath "$csi/csihostpath=/usr/bin/csihostpath"
+	for name in csi-provisioner csi-snapshotter snapshot-controller; do
+		image "$name" -entrypoint "/usr/bin/$name" "$csi/$name=/usr/bin/$name"
+	done
+fi
 
 # Guest images (make guest-images).
 if [ -f "$guest/vmlinux" ] && [ -f "$guest/initrd.img" ]; then

@@ -11,9 +11,10 @@ K8S_COMPONENTS := kube-apiserver kube-controller-manager kube-scheduler kubelet 
 cluster-packages: ## Install the Debian packages the local cluster needs (containerd, runc, CNI, iptables).
 	hack/apt-install.sh $(CLUSTER_PACKAGES)
 
-cluster-binaries: ## Build Kubernetes v1.34.4 (5 components + kubectl) and etcd into _output/k8s/bin, containerd v2.1.4 into _output/containerd/bin (cached).
+cluster-binaries: ## Build Kubernetes v1.34.4 (5 components + kubectl) and etcd into _output/k8s/bin, containerd v2.1.4 into _output/containerd/bin, the CSI sidecars into _output/csi/bin (cached).
 	hack/build-k8s.sh $(K8S_COMPONENTS)
 	hack/build-containerd.sh
+	hack/build-csi.sh
 
 cluster-up: cluster-packages cluster-binaries images ## Start the local cluster (NODES=2: two nodes); writes .cluster/kubeconfig.
 	hack/cluster/up.sh
