@@ -24,8 +24,8 @@ import (
 // operator makes each object once, when it is absent, and never replaces a
 // valid one: the node API's CA (Secret nodevirt-ca: only the controller
 // mounts it, to sign the agents' and nodevirt-api's CSRs), its public
-// bundle (ConfigMap nodevirt-ca-bundle, then kept by the controller's
-// signer) and nodevirt-api's serving certificate (Secret
+// bundle (ConfigMap nodevirt-ca-bundle, made as the controller's signer
+// makes it, certsigner.PlanBundle, and then kept by that signer) and nodevirt-api's serving certificate (Secret
 // nodevirt-api-serving, under a CA of its own whose key is discarded; its
 // ca.crt is the APIServices' caBundle, set by setCABundle at every apply).
 // They are deleted with the components.
@@ -61,10 +61,9 @@ func (op *Operator) ensureCertificates(ctx context.Context, ns string) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	bundle := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: certrotation.BundleConfigMap, Namespace: ns, Labels: certificateLabels()},
-		Data:       map[string]string{certrotation.BundleKey: string(ca.Data[certsigner.CACertKey])},
-	}
+	// The bundle as the controller's signer makes it (it keeps it after).
+	bundle, _ := certsigner.PlanBundle(nil, string(ca.Data[certsigner.CACertKey]))
+	bundle.Namespace = ns
 	_, err = op.d.Core.ConfigMaps(ns).Create(ctx, bundle, metav1.CreateOptions{FieldManager: ManagedBy})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("configmap %s/%s: %w", ns, bundle.Name, err)

@@ -196,7 +196,7 @@ func TestDriver_Integration(t *testing.T) {
 				t.Fatal(err)
 			}
 			var rec published
-			if err := readJSON(a.recordPathFor(t, root, "node-a", target), &rec); err != nil || !strings.HasPrefix(rec.Loop, "/dev/loop") {
+			if err := readJSON((&node{id: "node-a", st: store{root: root}}).recordPath(target), &rec); err != nil || !strings.HasPrefix(rec.Loop, "/dev/loop") {
 				t.Fatalf("publish record: %+v %v", rec, err)
 			}
 			unpublish(t, a, v.VolumeId, target)
@@ -265,12 +265,6 @@ func TestDriver_Integration(t *testing.T) {
 			t.Errorf("a Filesystem volume published as Block: %v, want InvalidArgument", err)
 		}
 	})
-}
-
-// recordPathFor is where node's driver records a publish at target.
-func (clients) recordPathFor(t *testing.T, root, nodeID, target string) string {
-	t.Helper()
-	return (&node{id: nodeID, st: store{root: root}}).recordPath(target)
 }
 
 func TestUnescapeMountinfo(t *testing.T) {
