@@ -117,7 +117,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	o.PodPending = o.Pod == nil && c.expect.waiting(vmi.UID, now)
 	var pod *corev1.Pod
 	if o.Pod == nil && !o.PodPending && vmi.DeletionTimestamp == nil && !vmi.Status.Phase.OwnedByAgent() {
-		pod, o.RenderErr = c.render(vmi)
+		pod, o.Volumes, o.RenderErr = c.render(vmi)
 	}
 	res := Plan(o)
 	if err := c.apply(ctx, vmi, o, pod, res); err != nil {
@@ -156,8 +156,11 @@ func (c *Controller) deleteStale(ctx context.Context, pods []*corev1.Pod, uid ty
 	return nil
 }
 
-func (c *Controller) render(vmi *v1.VirtualMachineInstance) (*corev1.Pod, error) {
+// render renders vmi's launcher pod from its PVCs as the cache has them,
+// and the status entries of those PVC volumes.
+func (c *Controller) render(vmi *v1.VirtualMachineInstance) (*corev1.Pod, []v1.VolumeStatus, error) {
 	modes, caps := VolumeModes{}, PVCCapacities{}
+	var volumes []v1.VolumeStatus
 	for _, vol := range vmi.Spec.Volumes {
 		if vol.PersistentVolumeClaim == nil {
 			continue
@@ -168,7 +171,7 @@ func (c *Controller) render(vmi *v1.VirtualMachineInstance) (*corev1.Pod, error)
 			continue // RenderPod reports ErrPVCNotFound
 		}
 		if err != nil {
-			return nil, fmt.Errorf("get pvc %s/%s: %w", vmi.Namespace, claim, err)
+			return nil, nil, fmt.Errorf("get pvc %s/%s: %w", vmi.Namespace, claim, err)
 		}
 		modes[claim] = corev1.PersistentVolumeFilesystem
 		if pvc.Spec.VolumeMode != nil {
@@ -177,6 +180,7 @@ func (c *Controller) render(vmi *v1.VirtualMachineInstance) (*corev1.Pod, error)
 		if bytes, ok := ClaimCapacity(pvc); ok && modes[claim] == corev1.PersistentVolumeFilesystem {
 			caps[vol.Name] = bytes
 		}
+		volumes = append(volumes, ClaimStatus(vol.Name, pvc))
 	}
 	cfg := c.d.Config
 	if c.d.Live != nil {
@@ -184,9 +188,9 @@ func (c *Controller) render(vmi *v1.VirtualMachineInstance) (*corev1.Pod, error)
 	}
 	pod, err := RenderPod(vmi, c.d.Accelerators.Config(c.d.Shapes.Config(cfg), vmi), modes)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return pod, AnnotatePVCCapacities(pod, caps)
+	return pod, volumes, AnnotatePVCCapacities(pod, caps)
 }
 
 func (c *Controller) apply(ctx context.Context, vmi *v1.VirtualMachineInstance, o Observed, pod *corev1.Pod, res Result) error {

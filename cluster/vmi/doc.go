@@ -12,7 +12,9 @@
 // Pending: no launcher pod yet. The controller creates it and, once the
 // create succeeded, records Pending and Scheduling in one status write (a
 // VMI stays Pending only while its pod cannot be rendered, e.g. a missing
-// PVC). Scheduling: the pod exists but is not Running; unschedulable pods and
+// PVC), with status.volumeStatus: the PVC volumes' claims as the pod was
+// rendered from them (access modes, volume mode, sizes), which tell the
+// agent which disks are shared (ReadWriteMany). Scheduling: the pod exists but is not Running; unschedulable pods and
 // image pull errors are mirrored as False conditions PodScheduled
 // (Unschedulable) and Synchronized (ErrImagePull, ImagePullBackOff,
 // PvcNotFound), which the VM shows as its printableStatus. Scheduled: the

@@ -36,7 +36,10 @@ type Observed struct {
 	PodPending bool
 	// RenderErr is why the pod cannot be rendered (e.g. ErrPVCNotFound).
 	RenderErr error
-	Now       time.Time
+	// Volumes are the status.volumeStatus entries of the PVC volumes, as
+	// the pod to create was rendered from them.
+	Volumes []v1.VolumeStatus
+	Now     time.Time
 }
 
 // Result is what a VMI sync should do.
@@ -79,6 +82,7 @@ func Plan(o Observed) Result {
 		setPhase(&r.Status, v1.Pending, o.Now)
 		setPhase(&r.Status, v1.Scheduling, o.Now)
 		dropCondition(&r.Status, v1.VirtualMachineInstanceSynchronized)
+		r.Status.VolumeStatus = o.Volumes
 		r.CreatePod = true
 	case pod.DeletionTimestamp != nil:
 		fail(&r.Status, ReasonPodDeleted, o.Now)

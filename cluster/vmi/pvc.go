@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 )
@@ -42,4 +43,28 @@ func AnnotatePVCCapacities(pod *corev1.Pod, caps PVCCapacities) error {
 	}
 	pod.Annotations[v1.PVCCapacitiesAnnotation] = string(b)
 	return nil
+}
+
+// ClaimStatus is the status.volumeStatus entry of the PVC volume named
+// volume, whose claim is pvc: its access modes (the bound volume's when
+// bound, else the claim's request), volume mode and sizes. It is pure.
+func ClaimStatus(volume string, pvc *corev1.PersistentVolumeClaim) v1.VolumeStatus {
+	modes := pvc.Status.AccessModes
+	if len(modes) == 0 {
+		modes = pvc.Spec.AccessModes
+	}
+	mode := corev1.PersistentVolumeFilesystem
+	if pvc.Spec.VolumeMode != nil {
+		mode = *pvc.Spec.VolumeMode
+	}
+	return v1.VolumeStatus{
+		Name: volume,
+		PersistentVolumeClaimInfo: &v1.PersistentVolumeClaimInfo{
+			ClaimName:   pvc.Name,
+			AccessModes: append([]corev1.PersistentVolumeAccessMode(nil), modes...),
+			VolumeMode:  ptr.To(mode),
+			Capacity:    pvc.Status.Capacity.DeepCopy(),
+			Requests:    pvc.Spec.Resources.Requests.DeepCopy(),
+		},
+	}
 }

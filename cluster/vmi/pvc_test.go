@@ -48,7 +48,7 @@ func TestSync_PVCCapacitiesOnPod(t *testing.T) {
 		return corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(q)}}
 	}
 	_ = f.pvcs.Add(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fs-claim"},
-		Spec: corev1.PersistentVolumeClaimSpec{Resources: storage("512Mi")}})
+		Spec: corev1.PersistentVolumeClaimSpec{Resources: storage("512Mi"), AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}}})
 	_ = f.pvcs.Add(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "blk-claim"},
 		Spec: corev1.PersistentVolumeClaimSpec{Resources: storage("1Gi"), VolumeMode: ptr.To(corev1.PersistentVolumeBlock)}})
 	if _, kube := f.sync("ns/testvm"); !cmp.Equal(kube, []string{"create pods"}) {
@@ -60,6 +60,22 @@ func TestSync_PVCCapacitiesOnPod(t *testing.T) {
 	}
 	if got := pod.Spec.Containers[0].VolumeDevices; len(got) != 1 || got[0].DevicePath != BlockDevDir+"/blk" {
 		t.Errorf("volumeDevices = %+v", got)
+	}
+
+	// The status records each claim as the pod was made from it.
+	want := []v1.VolumeStatus{
+		{Name: "fs", PersistentVolumeClaimInfo: &v1.PersistentVolumeClaimInfo{ClaimName: "fs-claim",
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			VolumeMode:  ptr.To(corev1.PersistentVolumeFilesystem), Requests: storage("512Mi").Requests}},
+		{Name: "blk", PersistentVolumeClaimInfo: &v1.PersistentVolumeClaimInfo{ClaimName: "blk-claim",
+			VolumeMode: ptr.To(corev1.PersistentVolumeBlock), Requests: storage("1Gi").Requests}},
+	}
+	got := f.written().Status.VolumeStatus
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("status.volumeStatus (-want +got):\n%s", diff)
+	}
+	if !got[0].PersistentVolumeClaimInfo.Shared() || got[1].PersistentVolumeClaimInfo.Shared() {
+		t.Errorf("Shared: fs %v, blk %v; want true, false", got[0].PersistentVolumeClaimInfo.Shared(), got[1].PersistentVolumeClaimInfo.Shared())
 	}
 
 	// A migration's target pod keeps the source's capacities.

@@ -14,16 +14,9 @@ func testDisks(t *testing.T, s *suite) {
 	const name = "disks"
 	vmi := s.startVM(t, vmSpec{name: name, disks: true})
 	s.waitSerial(t, s.activePod(t, vmi.Metadata.UID, vmi.Status.NodeName), "NODEVIRT-DISKS-WRITTEN", time.Minute)
-	s.waitVMI(t, name, 30*time.Second, "LiveMigratable=True", func(v *vmiView) bool {
-		for _, c := range v.Status.Conditions {
-			if c.Type == "LiveMigratable" {
-				return c.Status == "True"
-			}
-		}
-		return false
-	})
+	s.waitLiveMigratable(t, name, "True")
 	h := s.migrate(t, name)
-	out := s.guestExec(t, h.to, name, "/bin/sh", "-c", readDisks)
+	out := s.guestExec(t, h.to, name, "/bin/sh", "-c", readMarks(containerDiskMark, emptyDiskMark))
 	got := strings.Fields(out)
 	if len(got) != 2 || got[0] != containerDiskMark || got[1] != emptyDiskMark {
 		t.Errorf("the guest on %s reads %q from its disks, want %s and %s: the disks did not move with it",

@@ -20,6 +20,12 @@
 //	                  process mid-migration: one live QEMU afterwards
 //	NotMigratable     (17) a bridge-bound VMI: VMIM Failed at once, reason
 //	                  named
+//	Disks             (17) node-local disks (containerDisk, emptyDisk) move
+//	                  with the guest
+//	SharedPVC         (19) ReadWriteMany claims of the local cluster's CSI
+//	                  driver (Filesystem and Block) stay where they are:
+//	                  the target opens them (cache none); a ReadWriteOnce
+//	                  claim is not LiveMigratable
 //	Drain             (18) kubectl drain moves two LiveMigrate VMs away
 //	Bench             the migration benchmark (bench_test.go): 256 MiB
 //	                  guests, idle and dirtying, one migration each beside

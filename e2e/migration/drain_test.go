@@ -20,16 +20,7 @@ func testNotMigratable(t *testing.T, s *suite) {
 	const name = "bridged"
 	vmi := s.startVM(t, vmSpec{name: name, bridge: true})
 	from := vmi.Status.NodeName
-	var lm condition
-	vmi = s.waitVMI(t, name, time.Minute, "LiveMigratable=False", func(v *vmiView) bool {
-		for _, c := range v.Status.Conditions {
-			if c.Type == "LiveMigratable" {
-				lm = c
-			}
-		}
-		return lm.Status == "False"
-	})
-	t.Logf("LiveMigratable=False reason %q message %q", lm.Reason, lm.Message)
+	lm := s.waitLiveMigratable(t, name, "False")
 	if lm.Reason == "" {
 		t.Error("LiveMigratable=False without a reason")
 	}

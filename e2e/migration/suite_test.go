@@ -38,6 +38,7 @@ var scenarios = []scenario{
 	{"NotMigratable", 17, testNotMigratable},
 	{"RoundTrip", 17, testRoundTrip},
 	{"Disks", 17, testDisks},
+	{"SharedPVC", 19, testSharedPVC},
 	{"Cancel", 17, testCancel},
 	{"AgentKilled", 17, testAgentKilled},
 	{"Drain", 18, testDrain},

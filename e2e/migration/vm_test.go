@@ -32,23 +32,45 @@ type vmSpec struct {
 	dirty    bool   // user-data starts a process that keeps dirtying guest memory
 	memory   string // spec.domain.memory.guest; "" = 128Mi
 	disks    bool   // node-local disks the guest writes at boot: a containerDisk (vdb) and an emptyDisk (vdc)
+	// claims are PVCs attached as disks (vdb, vdc, ...; instead of disks),
+	// on which the guest writes claimMarks at boot.
+	claims     []string
+	claimMarks []string
 }
 
-// Where the guest writes on its node-local disks (vmSpec.disks): a
-// marker per disk at 2 MiB, written through to the disk before
-// NODEVIRT-DISKS-WRITTEN on the console.
+// Where the guest writes on its disks: a marker per disk at 2 MiB,
+// written through to the disk before NODEVIRT-DISKS-WRITTEN on the
+// console (vmSpec.disks: the containerDisk and the emptyDisk).
 const (
 	containerDiskMark = "NODEVIRT-CONTAINERDISK"
 	emptyDiskMark     = "NODEVIRT-EMPTYDISK"
-	writeDisks        = "printf " + containerDiskMark + " | dd of=/dev/vdb bs=512 seek=4096 conv=fsync 2>/dev/null\n" +
-		"printf " + emptyDiskMark + " | dd of=/dev/vdc bs=512 seek=4096 conv=fsync 2>/dev/null\n" +
-		"echo NODEVIRT-DISKS-WRITTEN"
-	// readDisks reads both markers back from the disks themselves (the
-	// page cache dropped first: it travels with the guest's RAM).
-	readDisks = "echo 3 >/proc/sys/vm/drop_caches; " +
-		"dd if=/dev/vdb bs=512 skip=4096 count=1 2>/dev/null | head -c 22; echo; " +
-		"dd if=/dev/vdc bs=512 skip=4096 count=1 2>/dev/null | head -c 18; echo"
+	markOffset        = 2 << 20
 )
+
+// diskDev is the guest's device of its disk number i after the cloud-init
+// disk (/dev/vdb, /dev/vdc, ...).
+func diskDev(i int) string { return "/dev/vd" + string(rune('b'+i)) }
+
+// writeMarks is the guest script writing marks[i] at markOffset of disk i.
+func writeMarks(marks ...string) string {
+	var b strings.Builder
+	for i, m := range marks {
+		fmt.Fprintf(&b, "printf %s | dd of=%s bs=512 seek=%d conv=fsync 2>/dev/null\n", m, diskDev(i), markOffset/512)
+	}
+	b.WriteString("echo NODEVIRT-DISKS-WRITTEN")
+	return b.String()
+}
+
+// readMarks is the guest command reading the marks back from the disks
+// themselves (the page cache dropped first: it travels with the guest's
+// RAM), one per line.
+func readMarks(marks ...string) string {
+	parts := []string{"echo 3 >/proc/sys/vm/drop_caches"}
+	for i, m := range marks {
+		parts = append(parts, fmt.Sprintf("dd if=%s bs=512 skip=%d count=1 2>/dev/null | head -c %d; echo", diskDev(i), markOffset/512, len(m)))
+	}
+	return strings.Join(parts, "; ")
+}
 
 // dirtier rewrites an 8 MiB file in the guest's RAM root ten times a
 // second: a steady stream of dirty pages (up to 80 MiB/s) that a
@@ -74,7 +96,7 @@ func (v vmSpec) manifest() []byte {
 	}
 	disks, volumes := "", ""
 	if v.disks {
-		script += "\n" + writeDisks
+		script += "\n" + writeMarks(containerDiskMark, emptyDiskMark)
 		disks = `
           - name: data
             disk: {bus: virtio}
@@ -85,6 +107,13 @@ func (v vmSpec) manifest() []byte {
       - name: scratch
         emptyDisk: {capacity: 64Mi}
 `
+	}
+	for i, c := range v.claims {
+		disks += fmt.Sprintf("\n          - name: claim%d\n            disk: {bus: virtio}", i)
+		volumes += fmt.Sprintf("      - name: claim%d\n        persistentVolumeClaim: {claimName: %s}\n", i, c)
+	}
+	if len(v.claimMarks) > 0 {
+		script += "\n" + writeMarks(v.claimMarks...)
 	}
 	memory := v.memory
 	if memory == "" {

@@ -352,6 +352,12 @@ func TestNotMigratable(t *testing.T) {
 	withPVC := kernel.DeepCopy()
 	withPVC.Spec.Volumes = append(withPVC.Spec.Volumes, v1.Volume{Name: "data",
 		PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}})
+	claim := func(modes ...corev1.PersistentVolumeAccessMode) *v1.VirtualMachineInstance {
+		v := withPVC.DeepCopy()
+		v.Status.VolumeStatus = []v1.VolumeStatus{{Name: "data",
+			PersistentVolumeClaimInfo: &v1.PersistentVolumeClaimInfo{ClaimName: "data", AccessModes: modes}}}
+		return v
+	}
 	bridge := &store.Record{Interfaces: []store.Interface{{Name: "default", Binding: bindingBridge}}}
 	masq := &store.Record{Interfaces: []store.Interface{{Name: "default", Binding: bindingMasquerade}}}
 	tests := []struct {
@@ -364,7 +370,10 @@ func TestNotMigratable(t *testing.T) {
 		{"Bridge", kernel, bridge, v1.ReasonInterfaceNotLiveMigratable},
 		{"BridgeNamedFirst", withDisks, bridge, v1.ReasonInterfaceNotLiveMigratable},
 		{"LocalDisksMove", withDisks, masq, ""},
-		{"PVC", withPVC, masq, v1.ReasonDisksNotLiveMigratable},
+		{"PVCUnrecorded", withPVC, masq, v1.ReasonDisksNotLiveMigratable},
+		{"PVCReadWriteOnce", claim(corev1.ReadWriteOnce), masq, v1.ReasonDisksNotLiveMigratable},
+		{"PVCReadWriteMany", claim(corev1.ReadWriteOnce, corev1.ReadWriteMany), masq, ""},
+		{"PVCSharedButBridge", claim(corev1.ReadWriteMany), bridge, v1.ReasonInterfaceNotLiveMigratable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -110,6 +110,7 @@ func StatusOwnership() []StatusField {
 		exception("status.phaseTransitionTimestamps[phase=Failed]"),
 		vmi("status.conditions[type=PodScheduled]", ManagerController, pre...),
 		vmi("status.conditions[type=Synchronized]", ManagerController, pre...),
+		vmi("status.volumeStatus", ManagerController, pre...),
 		vmi("status.conditions[type=Ready]", ManagerAgent, agentPhases...),
 		exception("status.conditions[type=Ready]"),
 		vmi("status.conditions[type=Paused]", ManagerAgent, agentPhases...),

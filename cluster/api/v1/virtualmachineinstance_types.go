@@ -194,6 +194,12 @@ type VirtualMachineInstanceStatus struct {
 	Accelerator Accelerator `json:"accelerator,omitempty"`
 	// +optional
 	MigrationState *VirtualMachineInstanceMigrationState `json:"migrationState,omitempty"`
+	// VolumeStatus has an entry per PVC volume, written by the controller
+	// when it creates the launcher pod.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	VolumeStatus []VolumeStatus `json:"volumeStatus,omitempty"`
 	// ActivePods maps launcher pod UIDs to the node each runs on. It is
 	// replaced whole by each write (atomic), so the migration controller's
 	// handoff drops the source pod the VMI controller once recorded.

@@ -19,6 +19,9 @@ type diskSource struct {
 	// generated: the image is regenerated for every launch (cloud-init),
 	// so it may be opened writable where a device requires it.
 	generated bool
+	// shared: the data is on storage other nodes open too (a ReadWriteMany
+	// PVC), so the disk's cache defaults to none.
+	shared bool
 }
 
 func (b *builder) disks() error {
@@ -137,8 +140,16 @@ func (b *builder) disk(i int, d v1.Disk, src diskSource) error {
 	fileNode, fmtNode := id+"-file", id+"-format"
 	file := map[string]any{"driver": src.driver, "filename": src.path, "node-name": fileNode, "read-only": ro}
 	format := map[string]any{"driver": src.format, "file": fileNode, "node-name": fmtNode, "read-only": ro}
+	cache := d.Cache
+	if cache == "" && src.shared {
+		// A live migration's target opens the same data while the
+		// source still runs: no host page cache may hold what the other
+		// side has not seen (the source's dirty pages, or a block
+		// device's stale ones on the target).
+		cache = v1.CacheNone
+	}
 	writeCache := ""
-	switch d.Cache {
+	switch cache {
 	case "", v1.CacheWriteBack:
 	case v1.CacheNone:
 		file["cache"] = map[string]any{"direct": true}
@@ -154,7 +165,7 @@ func (b *builder) disk(i int, d v1.Disk, src diskSource) error {
 	case v1.IOThreads:
 		file["aio"] = "threads"
 	case v1.IONative:
-		if d.Cache != v1.CacheNone {
+		if cache != v1.CacheNone {
 			return fmt.Errorf("%w: io native needs cache none", ErrInvalid)
 		}
 		file["aio"] = "native"

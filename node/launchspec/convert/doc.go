@@ -110,7 +110,9 @@
 //     write cache on, "writethrough" = host page cache with the device
 //     write cache off, "writeback" and unset = QEMU's default (host page
 //     cache, write cache on); unset is not "none" because O_DIRECT fails on
-//     tmpfs-backed emptyDirs.
+//     tmpfs-backed emptyDirs. Unset is "none" on a ReadWriteMany PVC
+//     (status.volumeStatus): a migration's target opens the same data
+//     while the source runs, so no host page cache may sit between them.
 //   - Buses: virtio -> virtio-blk-pci; sata -> ide-hd/ide-cd on the q35
 //     AHCI (ide.0 … ide.5); scsi -> scsi-hd/scsi-cd on one virtio-scsi-pci;
 //     usb -> usb-storage on one qemu-xhci. cdrom defaults to sata and

@@ -1,6 +1,9 @@
 package convert
 
-import "github.com/nodevirt/nodevirt/node/launchspec"
+import (
+	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/node/launchspec"
+)
 
 // FilesystemOverhead is the share of a filesystem-mode PVC's capacity kept
 // free of its disk.img for the filesystem's own metadata: KubeVirt's (and
@@ -26,11 +29,12 @@ func PVCImageSize(capacity int64) int64 {
 // volume, nor without a known capacity).
 func (b *builder) pvcSource(volume string, readOnly bool) diskSource {
 	p := b.in.Paths
+	shared := sharedClaim(b.vmi, volume)
 	if b.in.BlockPVCs[volume] {
 		b.prep = append(b.prep, launchspec.DiskPrep{
 			Volume: volume, Kind: launchspec.PVCBlock, Target: p.PVCBlock(volume), Format: "raw", ReadOnly: readOnly,
 		})
-		return diskSource{path: p.PVCBlock(volume), driver: "host_device", format: "raw", readOnly: readOnly}
+		return diskSource{path: p.PVCBlock(volume), driver: "host_device", format: "raw", readOnly: readOnly, shared: shared}
 	}
 	var size int64
 	if !readOnly {
@@ -39,5 +43,16 @@ func (b *builder) pvcSource(volume string, readOnly bool) diskSource {
 	b.prep = append(b.prep, launchspec.DiskPrep{
 		Volume: volume, Kind: launchspec.PVCFile, Target: p.PVCFile(volume), Format: "raw", SizeBytes: size,
 	})
-	return diskSource{path: p.PVCFile(volume), driver: "file", format: "raw", readOnly: readOnly}
+	return diskSource{path: p.PVCFile(volume), driver: "file", format: "raw", readOnly: readOnly, shared: shared}
+}
+
+// sharedClaim reports whether the claim of vmi's PVC volume is
+// ReadWriteMany, as the controller recorded it in status.volumeStatus.
+func sharedClaim(vmi *v1.VirtualMachineInstance, volume string) bool {
+	for _, s := range vmi.Status.VolumeStatus {
+		if s.Name == volume {
+			return s.PersistentVolumeClaimInfo.Shared()
+		}
+	}
+	return false
 }
