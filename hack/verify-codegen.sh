@@ -5,7 +5,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-generated=(cluster/api/v1/zz_generated.deepcopy.go cluster/api/migrations/v1alpha1/zz_generated.deepcopy.go cluster/api/instancetype/v1beta1/zz_generated.deepcopy.go cluster/api/pool/v1alpha1/zz_generated.deepcopy.go cluster/client deploy/crds)
+generated=(cluster/api/v1/zz_generated.deepcopy.go cluster/api/migrations/v1alpha1/zz_generated.deepcopy.go cluster/api/instancetype/v1beta1/zz_generated.deepcopy.go cluster/api/pool/v1alpha1/zz_generated.deepcopy.go cluster/api/snapshot/v1beta1/zz_generated.deepcopy.go cluster/client deploy/crds)
 
 # Copy the sources the generators read, not build output or cluster state.
 # Files listed but deleted in the working tree make cp fail: that is fine.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	"log/slog"
 	"net"
 	"net/http"
@@ -31,8 +32,11 @@ type Deps struct {
 	Lease    coordinationv1client.LeasesGetter
 	Kube     kubernetes.Interface
 	Kubevirt versioned.Interface
-	Log      *slog.Logger
-	Registry *prometheus.Registry
+	// CSISnapshots is the CSI snapshot API's client (VolumeSnapshots of
+	// VM snapshots); nil leaves VM snapshots without volume snapshots.
+	CSISnapshots snapclientset.Interface
+	Log          *slog.Logger
+	Registry     *prometheus.Registry
 	// Debug, when set, is served under /debug/ on ListenAddr (the
 	// --profiling flag's pprof handler).
 	Debug http.Handler

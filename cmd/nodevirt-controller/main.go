@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -81,12 +82,16 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	csi, err := snapclientset.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	d := controller.Deps{Lease: leaseClient.CoordinationV1(), Kube: kube, Kubevirt: kv, Log: log, Registry: reg}
+	d := controller.Deps{Lease: leaseClient.CoordinationV1(), Kube: kube, Kubevirt: kv, CSISnapshots: csi, Log: log, Registry: reg}
 	if *profile {
 		d.Debug = profiling.Handler()
 	}

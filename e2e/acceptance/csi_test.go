@@ -24,35 +24,10 @@ func testCSIStorage(t *testing.T, s *suite) {
 	if err := s.cluster.Script(t.Context(), "csi.sh"); err != nil {
 		t.Fatal(err)
 	}
-	claim := func(t *testing.T, name, mode, source string) {
-		t.Helper()
-		s.apply(t, []byte(fmt.Sprintf(`apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: %s, namespace: %s}
-spec:
-  storageClassName: %s
-  volumeMode: %s
-  accessModes: [ReadWriteOnce]
-  resources: {requests: {storage: 64Mi}}
-%s`, name, namespace, csiClass, mode, source)))
-		t.Cleanup(func() {
-			s.kubectl(t, nil, "delete", "-n", namespace, "pvc", name, "--ignore-not-found", "--wait=true", "--timeout=60s")
-		})
-		s.kubectl(t, nil, "wait", "-n", namespace, "pvc", name, "--for=jsonpath={.status.phase}=Bound", "--timeout=60s")
-	}
-	// volumeFile is the claim's content on the host: the driver keeps it
-	// under the cluster's csi directory, named by the PV's volume handle.
-	volumeFile := func(t *testing.T, name, file string) string {
-		t.Helper()
-		pv := strings.TrimSpace(s.kubectl(t, nil, "get", "-n", namespace, "pvc", name, "-o", "jsonpath={.spec.volumeName}"))
-		handle := strings.TrimSpace(s.kubectl(t, nil, "get", "pv", pv, "-o", "jsonpath={.spec.csi.volumeHandle}"))
-		return filepath.Join(s.cluster.Dir, "csi", "volumes", handle, file)
-	}
-
 	t.Run("Filesystem", func(t *testing.T) {
-		claim(t, "csi-fs", "Filesystem", "")
+		s.csiClaim(t, "csi-fs", "Filesystem", "")
 		s.claimVMRestart(t, "csi-fs", "Filesystem")
-		checkMarker(t, volumeFile(t, "csi-fs", "data/disk.img"))
+		checkMarker(t, s.csiVolumeFile(t, "csi-fs", "data/disk.img"))
 
 		// The VM is stopped (claimVMRestart leaves it running: halt it so
 		// the snapshot is of a quiet disk), then snapshot → restore → boot.
@@ -72,7 +47,7 @@ spec:
 		s.kubectl(t, nil, "wait", "-n", namespace, "volumesnapshot", "csi-fs-snap", "--for=jsonpath={.status.readyToUse}=true", "--timeout=60s")
 		t.Logf("MEASURE CSI VolumeSnapshot of a 64 MiB claim ready %v after it was created", time.Since(start).Round(10*time.Millisecond))
 		start = time.Now()
-		claim(t, "csi-fs-restored", "Filesystem", "  dataSource: {apiGroup: snapshot.storage.k8s.io, kind: VolumeSnapshot, name: csi-fs-snap}\n")
+		s.csiClaim(t, "csi-fs-restored", "Filesystem", "  dataSource: {apiGroup: snapshot.storage.k8s.io, kind: VolumeSnapshot, name: csi-fs-snap}\n")
 		t.Logf("MEASURE claim restored from the snapshot Bound %v after it was created", time.Since(start).Round(10*time.Millisecond))
 		_, got := s.claimVM(t, "csi-restored", "csi-fs-restored")
 		if !strings.HasPrefix(got, "PVC-FOUND") {
@@ -81,9 +56,9 @@ spec:
 	})
 
 	t.Run("Block", func(t *testing.T) {
-		claim(t, "csi-block", "Block", "")
+		s.csiClaim(t, "csi-block", "Block", "")
 		s.claimVMRestart(t, "csi-block", "Block")
-		checkMarker(t, volumeFile(t, "csi-block", "disk.img"))
+		checkMarker(t, s.csiVolumeFile(t, "csi-block", "disk.img"))
 	})
 }
 
@@ -100,4 +75,34 @@ func checkMarker(t *testing.T, file string) {
 	if _, err := f.ReadAt(b, 0); err != nil || !bytes.Equal(b, []byte(pvcMarker)) {
 		t.Errorf("%s starts with %q (%v), want the guest's marker", file, b, err)
 	}
+}
+
+// csiClaim creates a 64 MiB ReadWriteOnce claim of the CSI class, with
+// source (a dataSource line, or "") and waits until it is bound; it is
+// deleted when the test ends.
+func (s *suite) csiClaim(t *testing.T, name, mode, source string) {
+	t.Helper()
+	s.apply(t, []byte(fmt.Sprintf(`apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: %s, namespace: %s}
+spec:
+  storageClassName: %s
+  volumeMode: %s
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 64Mi}}
+%s`, name, namespace, csiClass, mode, source)))
+	t.Cleanup(func() {
+		s.kubectl(t, nil, "delete", "-n", namespace, "pvc", name, "--ignore-not-found", "--wait=true", "--timeout=60s")
+	})
+	s.kubectl(t, nil, "wait", "-n", namespace, "pvc", name, "--for=jsonpath={.status.phase}=Bound", "--timeout=60s")
+}
+
+// csiVolumeFile is file in claim name's volume on the host: the driver
+// keeps it under the cluster's csi directory, named by the PV's volume
+// handle.
+func (s *suite) csiVolumeFile(t *testing.T, name, file string) string {
+	t.Helper()
+	pv := strings.TrimSpace(s.kubectl(t, nil, "get", "-n", namespace, "pvc", name, "-o", "jsonpath={.spec.volumeName}"))
+	handle := strings.TrimSpace(s.kubectl(t, nil, "get", "pv", pv, "-o", "jsonpath={.spec.csi.volumeHandle}"))
+	return filepath.Join(s.cluster.Dir, "csi", "volumes", handle, file)
 }

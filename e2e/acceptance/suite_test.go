@@ -67,6 +67,7 @@ var extras = []extra{
 	{19, "TPMKernelRefused", testTPMKernelRefused},
 	{19, "ReplicaSetScale", testReplicaSetScale},
 	{19, "Pool", testPool},
+	{21, "VMSnapshot", testVMSnapshot},
 	{18, "DevicesOutliveAgent", testDevicesOutliveAgent},
 	{20, "Accelerator", testAccelerator},
 	{20, "LiveConfiguration", testLiveConfiguration},

@@ -26,6 +26,7 @@ import (
 	instancetypev1beta1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/instancetype/v1beta1"
 	migrationsv1alpha1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/migrations/v1alpha1"
 	poolv1alpha1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/pool/v1alpha1"
+	snapshotv1beta1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/snapshot/v1beta1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
 	flowcontrol "k8s.io/client-go/util/flowcontrol"
@@ -37,6 +38,7 @@ type Interface interface {
 	InstancetypeV1beta1() instancetypev1beta1.InstancetypeV1beta1Interface
 	MigrationsV1alpha1() migrationsv1alpha1.MigrationsV1alpha1Interface
 	PoolV1alpha1() poolv1alpha1.PoolV1alpha1Interface
+	SnapshotV1beta1() snapshotv1beta1.SnapshotV1beta1Interface
 }
 
 // Clientset contains the clients for groups.
@@ -46,6 +48,7 @@ type Clientset struct {
 	instancetypeV1beta1 *instancetypev1beta1.InstancetypeV1beta1Client
 	migrationsV1alpha1  *migrationsv1alpha1.MigrationsV1alpha1Client
 	poolV1alpha1        *poolv1alpha1.PoolV1alpha1Client
+	snapshotV1beta1     *snapshotv1beta1.SnapshotV1beta1Client
 }
 
 // KubevirtV1 retrieves the KubevirtV1Client
@@ -66,6 +69,11 @@ func (c *Clientset) MigrationsV1alpha1() migrationsv1alpha1.MigrationsV1alpha1In
 // PoolV1alpha1 retrieves the PoolV1alpha1Client
 func (c *Clientset) PoolV1alpha1() poolv1alpha1.PoolV1alpha1Interface {
 	return c.poolV1alpha1
+}
+
+// SnapshotV1beta1 retrieves the SnapshotV1beta1Client
+func (c *Clientset) SnapshotV1beta1() snapshotv1beta1.SnapshotV1beta1Interface {
+	return c.snapshotV1beta1
 }
 
 // Discovery retrieves the DiscoveryClient
@@ -128,6 +136,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.snapshotV1beta1, err = snapshotv1beta1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 
 	cs.DiscoveryClient, err = discovery.NewDiscoveryClientForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
@@ -153,6 +165,7 @@ func New(c rest.Interface) *Clientset {
 	cs.instancetypeV1beta1 = instancetypev1beta1.New(c)
 	cs.migrationsV1alpha1 = migrationsv1alpha1.New(c)
 	cs.poolV1alpha1 = poolv1alpha1.New(c)
+	cs.snapshotV1beta1 = snapshotv1beta1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)
 	return &cs

@@ -29,6 +29,7 @@ import (
 	internalinterfaces "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/internalinterfaces"
 	migrations "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/migrations"
 	pool "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/pool"
+	snapshot "github.com/nodevirt/nodevirt/cluster/client/informers/externalversions/snapshot"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -261,6 +262,7 @@ type SharedInformerFactory interface {
 	Instancetype() instancetype.Interface
 	Migrations() migrations.Interface
 	Pool() pool.Interface
+	Snapshot() snapshot.Interface
 }
 
 func (f *sharedInformerFactory) Kubevirt() api.Interface {
@@ -277,4 +279,8 @@ func (f *sharedInformerFactory) Migrations() migrations.Interface {
 
 func (f *sharedInformerFactory) Pool() pool.Interface {
 	return pool.New(f, f.namespace, f.tweakListOptions)
+}
+
+func (f *sharedInformerFactory) Snapshot() snapshot.Interface {
+	return snapshot.New(f, f.namespace, f.tweakListOptions)
 }

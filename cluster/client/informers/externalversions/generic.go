@@ -24,6 +24,7 @@ import (
 	v1beta1 "github.com/nodevirt/nodevirt/cluster/api/instancetype/v1beta1"
 	v1alpha1 "github.com/nodevirt/nodevirt/cluster/api/migrations/v1alpha1"
 	poolv1alpha1 "github.com/nodevirt/nodevirt/cluster/api/pool/v1alpha1"
+	snapshotv1beta1 "github.com/nodevirt/nodevirt/cluster/api/snapshot/v1beta1"
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
@@ -84,6 +85,12 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		// Group=pool.kubevirt.io, Version=v1alpha1
 	case poolv1alpha1.SchemeGroupVersion.WithResource("virtualmachinepools"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Pool().V1alpha1().VirtualMachinePools().Informer()}, nil
+
+		// Group=snapshot.kubevirt.io, Version=v1beta1
+	case snapshotv1beta1.SchemeGroupVersion.WithResource("virtualmachinesnapshots"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Snapshot().V1beta1().VirtualMachineSnapshots().Informer()}, nil
+	case snapshotv1beta1.SchemeGroupVersion.WithResource("virtualmachinesnapshotcontents"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Snapshot().V1beta1().VirtualMachineSnapshotContents().Informer()}, nil
 
 	}
 

@@ -28,6 +28,8 @@ import (
 	fakemigrationsv1alpha1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/migrations/v1alpha1/fake"
 	poolv1alpha1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/pool/v1alpha1"
 	fakepoolv1alpha1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/pool/v1alpha1/fake"
+	snapshotv1beta1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/snapshot/v1beta1"
+	fakesnapshotv1beta1 "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/snapshot/v1beta1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -112,4 +114,9 @@ func (c *Clientset) MigrationsV1alpha1() migrationsv1alpha1.MigrationsV1alpha1In
 // PoolV1alpha1 retrieves the PoolV1alpha1Client
 func (c *Clientset) PoolV1alpha1() poolv1alpha1.PoolV1alpha1Interface {
 	return &fakepoolv1alpha1.FakePoolV1alpha1{Fake: &c.Fake}
+}
+
+// SnapshotV1beta1 retrieves the SnapshotV1beta1Client
+func (c *Clientset) SnapshotV1beta1() snapshotv1beta1.SnapshotV1beta1Interface {
+	return &fakesnapshotv1beta1.FakeSnapshotV1beta1{Fake: &c.Fake}
 }

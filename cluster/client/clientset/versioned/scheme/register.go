@@ -22,6 +22,7 @@ import (
 	instancetypev1beta1 "github.com/nodevirt/nodevirt/cluster/api/instancetype/v1beta1"
 	migrationsv1alpha1 "github.com/nodevirt/nodevirt/cluster/api/migrations/v1alpha1"
 	poolv1alpha1 "github.com/nodevirt/nodevirt/cluster/api/pool/v1alpha1"
+	snapshotv1beta1 "github.com/nodevirt/nodevirt/cluster/api/snapshot/v1beta1"
 	kubevirtv1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -38,6 +39,7 @@ var localSchemeBuilder = runtime.SchemeBuilder{
 	instancetypev1beta1.AddToScheme,
 	migrationsv1alpha1.AddToScheme,
 	poolv1alpha1.AddToScheme,
+	snapshotv1beta1.AddToScheme,
 }
 
 // AddToScheme adds all types of this clientset into the given scheme. This allows composition

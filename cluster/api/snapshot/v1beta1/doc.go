@@ -1,0 +1,17 @@
+// Package v1beta1 holds the Go types of KubeVirt's snapshot.kubevirt.io API
+// as nodevirt serves it: VirtualMachineSnapshot (a request to snapshot a
+// VM) and VirtualMachineSnapshotContent (what a snapshot captured: the VM's
+// spec and one CSI VolumeSnapshot per PVC volume). cluster/snapshot is
+// their controller. VirtualMachineRestore is not served yet.
+//
+// The JSON spellings are KubeVirt v1.6's, so KubeVirt's manifests and
+// clients work unchanged; fields nodevirt cannot honour are refused at
+// admission, naming the field.
+//
+// Deep copy functions, the typed clientset, listers and informers are
+// generated (zz_generated.deepcopy.go, cluster/client); run `make generate`
+// after editing.
+//
+// +k8s:deepcopy-gen=package
+// +groupName=snapshot.kubevirt.io
+package v1beta1
