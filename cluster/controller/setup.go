@@ -129,11 +129,11 @@ func build(cfg, flags Config, d Deps, ca *certsigner.CA, imageVolumes bool) (*sy
 		return nil, err
 	}
 	s.loops = append(s.loops, replicaLoops...)
-	snapLoop, err := s.snapshots(d, inf, recorder, metrics)
+	snapLoops, err := s.snapshots(d, inf, recorder, metrics)
 	if err != nil {
 		return nil, err
 	}
-	s.loops = append(s.loops, snapLoop)
+	s.loops = append(s.loops, snapLoops...)
 	// What the configuration decides for existing objects (a VMI's
 	// disruption budget, a node's evacuation and heartbeat verdict) is
 	// looked at again when it changes.

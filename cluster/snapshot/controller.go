@@ -19,6 +19,7 @@ import (
 
 	snapshotv1 "github.com/nodevirt/nodevirt/cluster/api/snapshot/v1beta1"
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	kvclient "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/api/v1"
 	snapclient "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/snapshot/v1beta1"
 	kvlisters "github.com/nodevirt/nodevirt/cluster/client/listers/api/v1"
 	snaplisters "github.com/nodevirt/nodevirt/cluster/client/listers/snapshot/v1beta1"
@@ -67,6 +68,7 @@ type Deps struct {
 	VMIs      kvlisters.VirtualMachineInstanceLister
 	PVCs      corelisters.PersistentVolumeClaimLister
 	API       snapclient.SnapshotV1beta1Interface
+	VMAPI     kvclient.VirtualMachinesGetter
 	CSI       CSI
 	Freezer   Freezer
 	Recorder  record.EventRecorder
@@ -105,9 +107,8 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	if s.DeletionTimestamp != nil {
 		return c.finish(ctx, s)
 	}
-	switch s.Status.Phase {
-	case snapshotv1.Succeeded, snapshotv1.Failed:
-		return nil
+	if final(s) {
+		return c.release(ctx, s)
 	}
 	if !slices.Contains(s.Finalizers, Finalizer) {
 		s.Finalizers = append(s.Finalizers, Finalizer)
@@ -126,10 +127,57 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	if final(s) {
+		return c.release(ctx, s)
+	}
 	if retry > 0 && c.d.Queue != nil {
 		c.d.Queue.EnqueueAfter(key, retry)
 	}
 	return nil
+}
+
+// final reports whether s has ended (Succeeded or Failed).
+func final(s *snapshotv1.VirtualMachineSnapshot) bool {
+	return s.Status.Phase == snapshotv1.Succeeded || s.Status.Phase == snapshotv1.Failed
+}
+
+// hold makes s the VM's snapshot in progress (status.snapshotInProgress)
+// before anything is captured; false while another snapshot holds it. A
+// missing VM is not held (the snapshot waits for it elsewhere).
+func (c *Controller) hold(ctx context.Context, s *snapshotv1.VirtualMachineSnapshot) (bool, error) {
+	vm, err := c.d.VMs.VirtualMachines(s.Namespace).Get(s.Spec.Source.Name)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get vm %s/%s: %w", s.Namespace, s.Spec.Source.Name, err)
+	}
+	switch holder(vm, fieldSnapshot) {
+	case s.Name:
+		return true, nil
+	case "":
+		return true, setHolder(ctx, c.d.VMAPI, vm, fieldSnapshot, s.Name)
+	}
+	return false, nil
+}
+
+// release clears the VM's status.snapshotInProgress if s holds it.
+func (c *Controller) release(ctx context.Context, s *snapshotv1.VirtualMachineSnapshot) error {
+	vm, err := c.d.VMs.VirtualMachines(s.Namespace).Get(s.Spec.Source.Name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get vm %s/%s: %w", s.Namespace, s.Spec.Source.Name, err)
+	}
+	if holder(vm, fieldSnapshot) != s.Name {
+		return nil
+	}
+	err = setHolder(ctx, c.d.VMAPI, vm, fieldSnapshot, "")
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // progress moves an in-progress snapshot on: capture the VM in a content,
@@ -147,6 +195,19 @@ func (c *Controller) progress(ctx context.Context, s *snapshotv1.VirtualMachineS
 	}
 	deadline := Deadline(s)
 	overdue := !deadline.IsZero() && !now.Time.Before(deadline)
+	if st.CreationTime == nil {
+		held, err := c.hold(ctx, s)
+		if err != nil {
+			return 0, err
+		}
+		if !held {
+			if overdue {
+				return 0, c.fail(ctx, s, nil, "another snapshot of "+s.Spec.Source.Name+" was in progress until the failure deadline", now)
+			}
+			st.Conditions = setCondition(st.Conditions, snapshotv1.ConditionProgressing, corev1.ConditionFalse, "Waiting", "another snapshot of the VM is in progress", now)
+			return progressRetry * 2, nil
+		}
+	}
 
 	content, err := c.content(ctx, s)
 	if err != nil {
@@ -389,6 +450,9 @@ func (c *Controller) finish(ctx context.Context, s *snapshotv1.VirtualMachineSna
 		return nil
 	}
 	if err := c.thaw(ctx, s); err != nil {
+		return err
+	}
+	if err := c.release(ctx, s); err != nil {
 		return err
 	}
 	s.Finalizers = slices.DeleteFunc(s.Finalizers, func(f string) bool { return f == Finalizer })

@@ -12,7 +12,9 @@
 // controller starts, or not at all), and moves the snapshot on:
 //
 //  1. Finalizer snapshot.kubevirt.io/vmsnapshot-protection, phase
-//     InProgress.
+//     InProgress; the VM's status.snapshotInProgress names the snapshot
+//     (vmlock.go: one snapshot at a time, and a stopped VM does not start
+//     meanwhile) until it ends.
 //  2. Content vmsnapshot-content-<snapshot uid>, made once from the VM as
 //     it is: metadata, spec, status, and a volume backup (the claim, and
 //     the name of its VolumeSnapshot) per PVC volume whose claim's
@@ -49,5 +51,7 @@
 // VirtualMachineSnapshotContent: creationTime, readyToUse, error,
 // volumeSnapshotStatus.
 //
-// Not yet: VirtualMachineRestore, and the VM's status.snapshotInProgress.
+// Of VirtualMachine: status.snapshotInProgress (set and cleared).
+//
+// Not yet: VirtualMachineRestore.
 package snapshot

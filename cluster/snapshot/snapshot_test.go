@@ -131,6 +131,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 			_ = f.client.Tracker().Add(x)
 		case *v1.VirtualMachine:
 			_ = f.stores["vm"].Add(x)
+			_ = f.client.Tracker().Add(x)
 		case *v1.VirtualMachineInstance:
 			_ = f.stores["vmi"].Add(x)
 		case *corev1.PersistentVolumeClaim:
@@ -143,7 +144,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		VMs:       kvlisters.NewVirtualMachineLister(f.stores["vm"]),
 		VMIs:      kvlisters.NewVirtualMachineInstanceLister(f.stores["vmi"]),
 		PVCs:      corelisters.NewPersistentVolumeClaimLister(f.stores["pvc"]),
-		API:       f.client.SnapshotV1beta1(), CSI: f.csi, Freezer: f.freezer,
+		API:       f.client.SnapshotV1beta1(), VMAPI: f.client.KubevirtV1(), CSI: f.csi, Freezer: f.freezer,
 		Recorder: record.NewFakeRecorder(100), Now: func() time.Time { return f.now },
 	})
 	return f
@@ -161,6 +162,10 @@ func (f *fixture) sync() *snapshotv1.VirtualMachineSnapshot {
 	contents, _ := f.client.SnapshotV1beta1().VirtualMachineSnapshotContents("ns").List(ctx, metav1.ListOptions{})
 	for i := range contents.Items {
 		_ = f.stores["content"].Update(&contents.Items[i])
+	}
+	vms, _ := f.client.KubevirtV1().VirtualMachines("ns").List(ctx, metav1.ListOptions{})
+	for i := range vms.Items {
+		_ = f.stores["vm"].Update(&vms.Items[i])
 	}
 	if err := f.ctl.Sync(ctx, "ns/snap"); err != nil {
 		f.t.Fatalf("Sync: %v", err)
@@ -214,6 +219,9 @@ func TestSync_OnlineWithGuestAgent(t *testing.T) {
 	if len(f.freezer.calls) != 1 || f.freezer.calls[0] != "freeze ns/vm" {
 		t.Fatalf("freezer calls %v; want one freeze", f.freezer.calls)
 	}
+	if got := f.vmHolder(); got != "snap" {
+		t.Errorf("vm status.snapshotInProgress = %q, want snap", got)
+	}
 	vs := f.csi.vs[VolumeSnapshotName(s, "data")]
 	if vs == nil || *vs.Spec.Source.PersistentVolumeClaimName != "data-claim" || *vs.Spec.VolumeSnapshotClassName != "csi" {
 		t.Fatalf("volume snapshot %+v", vs)
@@ -248,6 +256,30 @@ func TestSync_OnlineWithGuestAgent(t *testing.T) {
 	s = f.sync()
 	if s.Status.Phase != snapshotv1.Succeeded || !*s.Status.ReadyToUse || len(f.freezer.calls) != n {
 		t.Errorf("ready: status %+v, freezer %v (no more calls wanted)", s.Status, f.freezer.calls)
+	}
+	if got := f.vmHolder(); got != "" {
+		t.Errorf("vm status.snapshotInProgress = %q after the snapshot, want none", got)
+	}
+}
+
+// vmHolder is the API's VM status.snapshotInProgress.
+func (f *fixture) vmHolder() string {
+	vm, err := f.client.KubevirtV1().VirtualMachines("ns").Get(context.Background(), "vm", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return ptr.Deref(vm.Status.SnapshotInProgress, "")
+}
+
+// TestSync_WaitsForAnotherSnapshot: a VM another snapshot holds is not
+// captured until it is released.
+func TestSync_WaitsForAnotherSnapshot(t *testing.T) {
+	objs := testObjects(false, false)
+	objs[1].(*v1.VirtualMachine).Status.SnapshotInProgress = ptr.To("other")
+	f := newFixture(t, objs...)
+	s := f.sync()
+	if s.Status.VirtualMachineSnapshotContentName != nil || len(f.csi.vs) != 0 {
+		t.Errorf("captured while another snapshot holds the VM: %+v", s.Status)
 	}
 }
 

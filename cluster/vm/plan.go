@@ -104,6 +104,12 @@ func Plan(o Observed) Result {
 		if o.Relation == Foreign && r.Action == CreateVMI {
 			r.Action = None // a Start waits until the foreign VMI goes
 		}
+		if r.Action == CreateVMI && (vm.Status.RestoreInProgress != nil || vm.Status.SnapshotInProgress != nil) {
+			// A restore rewrites the VM's spec and volumes, an offline
+			// snapshot cuts them: the VM starts once they are done (the
+			// status change brings it back here).
+			r.Action = None
+		}
 		if rp.Action == CreateVMI && r.Action == CreateVMI {
 			status.StateChangeRequests = nilIfEmpty(status.StateChangeRequests[1:])
 		}

@@ -165,6 +165,25 @@ func TestPlan_Relations(t *testing.T) {
 	}
 }
 
+// TestPlan_SnapshotOrRestoreInProgress: a stopped VM does not start while
+// a snapshot or restore names it; a running one is left running.
+func TestPlan_SnapshotOrRestoreInProgress(t *testing.T) {
+	for _, mod := range map[string]func(*v1.VirtualMachine){
+		"snapshot": func(vm *v1.VirtualMachine) { vm.Status.SnapshotInProgress = ptr.To("snap") },
+		"restore":  func(vm *v1.VirtualMachine) { vm.Status.RestoreInProgress = ptr.To("restore") },
+	} {
+		if got := Plan(Observed{VM: testVM(v1.RunStrategyAlways, mod), Now: t0}); got.Action != None {
+			t.Errorf("stopped VM: action = %s, want None", got.Action)
+		}
+		if got := Plan(Observed{VM: testVM(v1.RunStrategyHalted, mod), VMI: testVMI(v1.Running), Now: t0}); got.Action != DeleteVMI {
+			t.Errorf("Halted running VM: action = %s, want DeleteVMI (a stop goes on)", got.Action)
+		}
+	}
+	if got := Plan(Observed{VM: testVM(v1.RunStrategyAlways), Now: t0}); got.Action != CreateVMI {
+		t.Errorf("no snapshot or restore: action = %s, want CreateVMI", got.Action)
+	}
+}
+
 func TestRelate(t *testing.T) {
 	vm := testVM(v1.RunStrategyAlways)
 	owned := testVMI(v1.Running, func(vmi *v1.VirtualMachineInstance) { vmi.OwnerReferences = []metav1.OwnerReference{ownerRef(vm)} })

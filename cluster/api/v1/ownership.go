@@ -156,7 +156,8 @@ func StatusOwnership() []StatusField {
 		{Kind: KindVM, Path: "status.stateChangeRequests", Writer: ManagerController, Queue: QueueConsume},
 	}
 	for _, f := range []string{"created", "ready", "printableStatus", "conditions",
-		"startFailure", "runStrategy", "observedGeneration", "desiredGeneration", "instancetypeRef", "preferenceRef"} {
+		"startFailure", "runStrategy", "observedGeneration", "desiredGeneration", "instancetypeRef", "preferenceRef",
+		"snapshotInProgress", "restoreInProgress"} {
 		rows = append(rows, StatusField{Kind: KindVM, Path: "status." + f, Writer: ManagerController})
 	}
 	return rows

@@ -147,6 +147,14 @@ type VirtualMachineStatus struct {
 	// PreferenceRef is the preference captured for spec.preference.
 	// +optional
 	PreferenceRef *InstancetypeStatusRef `json:"preferenceRef,omitempty"`
+	// SnapshotInProgress names the VirtualMachineSnapshot being taken of
+	// the VM; a stopped VM does not start meanwhile.
+	// +optional
+	SnapshotInProgress *string `json:"snapshotInProgress,omitempty"`
+	// RestoreInProgress names the VirtualMachineRestore rewriting the VM;
+	// the VM does not start meanwhile.
+	// +optional
+	RestoreInProgress *string `json:"restoreInProgress,omitempty"`
 }
 
 // VirtualMachinePrintableStatus is status.printableStatus.

@@ -2631,6 +2631,16 @@ func (in *VirtualMachineStatus) DeepCopyInto(out *VirtualMachineStatus) {
 		*out = new(InstancetypeStatusRef)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.SnapshotInProgress != nil {
+		in, out := &in.SnapshotInProgress, &out.SnapshotInProgress
+		*out = new(string)
+		**out = **in
+	}
+	if in.RestoreInProgress != nil {
+		in, out := &in.RestoreInProgress, &out.RestoreInProgress
+		*out = new(string)
+		**out = **in
+	}
 	return
 }
 

@@ -45,7 +45,7 @@ type VirtualMachineSnapshotContentList struct {
 type VirtualMachineSnapshotContentSpec struct {
 	// VirtualMachineSnapshotName names the snapshot this content is of.
 	// +optional
-	VirtualMachineSnapshotName *string `json:"virtualMachineSnapshotName,omitempty"`
+	VirtualMachineSnapshotName *string    `json:"virtualMachineSnapshotName,omitempty"`
 	Source                     SourceSpec `json:"source"`
 	// VolumeBackups has one entry per PVC volume of the VM.
 	// +optional

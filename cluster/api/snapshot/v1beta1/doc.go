@@ -1,8 +1,9 @@
 // Package v1beta1 holds the Go types of KubeVirt's snapshot.kubevirt.io API
 // as nodevirt serves it: VirtualMachineSnapshot (a request to snapshot a
-// VM) and VirtualMachineSnapshotContent (what a snapshot captured: the VM's
-// spec and one CSI VolumeSnapshot per PVC volume). cluster/snapshot is
-// their controller. VirtualMachineRestore is not served yet.
+// VM), VirtualMachineSnapshotContent (what a snapshot captured: the VM's
+// spec and one CSI VolumeSnapshot per PVC volume) and VirtualMachineRestore
+// (a request to put a VM back as a snapshot captured it). cluster/snapshot
+// is their controller.
 //
 // The JSON spellings are KubeVirt v1.6's, so KubeVirt's manifests and
 // clients work unchanged; fields nodevirt cannot honour are refused at

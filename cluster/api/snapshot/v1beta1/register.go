@@ -27,7 +27,8 @@ var (
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&VirtualMachineSnapshot{}, &VirtualMachineSnapshotList{},
-		&VirtualMachineSnapshotContent{}, &VirtualMachineSnapshotContentList{})
+		&VirtualMachineSnapshotContent{}, &VirtualMachineSnapshotContentList{},
+		&VirtualMachineRestore{}, &VirtualMachineRestoreList{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }

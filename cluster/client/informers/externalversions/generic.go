@@ -87,6 +87,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Pool().V1alpha1().VirtualMachinePools().Informer()}, nil
 
 		// Group=snapshot.kubevirt.io, Version=v1beta1
+	case snapshotv1beta1.SchemeGroupVersion.WithResource("virtualmachinerestores"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Snapshot().V1beta1().VirtualMachineRestores().Informer()}, nil
 	case snapshotv1beta1.SchemeGroupVersion.WithResource("virtualmachinesnapshots"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Snapshot().V1beta1().VirtualMachineSnapshots().Informer()}, nil
 	case snapshotv1beta1.SchemeGroupVersion.WithResource("virtualmachinesnapshotcontents"):

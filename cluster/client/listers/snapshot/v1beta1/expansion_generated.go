@@ -18,6 +18,14 @@ limitations under the License.
 
 package v1beta1
 
+// VirtualMachineRestoreListerExpansion allows custom methods to be added to
+// VirtualMachineRestoreLister.
+type VirtualMachineRestoreListerExpansion interface{}
+
+// VirtualMachineRestoreNamespaceListerExpansion allows custom methods to be added to
+// VirtualMachineRestoreNamespaceLister.
+type VirtualMachineRestoreNamespaceListerExpansion interface{}
+
 // VirtualMachineSnapshotListerExpansion allows custom methods to be added to
 // VirtualMachineSnapshotLister.
 type VirtualMachineSnapshotListerExpansion interface{}

@@ -24,6 +24,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// VirtualMachineRestores returns a VirtualMachineRestoreInformer.
+	VirtualMachineRestores() VirtualMachineRestoreInformer
 	// VirtualMachineSnapshots returns a VirtualMachineSnapshotInformer.
 	VirtualMachineSnapshots() VirtualMachineSnapshotInformer
 	// VirtualMachineSnapshotContents returns a VirtualMachineSnapshotContentInformer.
@@ -39,6 +41,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// VirtualMachineRestores returns a VirtualMachineRestoreInformer.
+func (v *version) VirtualMachineRestores() VirtualMachineRestoreInformer {
+	return &virtualMachineRestoreInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // VirtualMachineSnapshots returns a VirtualMachineSnapshotInformer.

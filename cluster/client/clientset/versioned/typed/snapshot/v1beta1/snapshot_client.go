@@ -28,6 +28,7 @@ import (
 
 type SnapshotV1beta1Interface interface {
 	RESTClient() rest.Interface
+	VirtualMachineRestoresGetter
 	VirtualMachineSnapshotsGetter
 	VirtualMachineSnapshotContentsGetter
 }
@@ -35,6 +36,10 @@ type SnapshotV1beta1Interface interface {
 // SnapshotV1beta1Client is used to interact with features provided by the snapshot.kubevirt.io group.
 type SnapshotV1beta1Client struct {
 	restClient rest.Interface
+}
+
+func (c *SnapshotV1beta1Client) VirtualMachineRestores(namespace string) VirtualMachineRestoreInterface {
+	return newVirtualMachineRestores(c, namespace)
 }
 
 func (c *SnapshotV1beta1Client) VirtualMachineSnapshots(namespace string) VirtualMachineSnapshotInterface {

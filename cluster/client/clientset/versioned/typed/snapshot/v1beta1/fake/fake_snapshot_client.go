@@ -28,6 +28,10 @@ type FakeSnapshotV1beta1 struct {
 	*testing.Fake
 }
 
+func (c *FakeSnapshotV1beta1) VirtualMachineRestores(namespace string) v1beta1.VirtualMachineRestoreInterface {
+	return newFakeVirtualMachineRestores(c, namespace)
+}
+
 func (c *FakeSnapshotV1beta1) VirtualMachineSnapshots(namespace string) v1beta1.VirtualMachineSnapshotInterface {
 	return newFakeVirtualMachineSnapshots(c, namespace)
 }
