@@ -59,6 +59,10 @@ Intent.Paused with Update, and only after Update returns nil sends the QMP
 stop; then records what it observed with a second Update. A crash between
 the two leaves the intent on disk, and the restarted agent finishes the job.
 The reverse order could pause a guest and forget that the user asked for it.
+Intent.Freeze works the same way with a deadline: the agent commits the
+thaw deadline before guest-fsfreeze-freeze and clears it only after a
+thaw succeeded, so a guest frozen by an agent that then died is thawed by
+the next one (adding the field needed no version bump, see above).
 Update takes the state change and its timeline events together, so a record
 and its timeline never disagree.
 

@@ -68,6 +68,7 @@ func fullRecord(uid string) store.Record {
 		Intent: store.Intent{
 			Paused: true,
 			Stop:   &store.Stop{Requested: t0, Deadline: t0.Add(30 * time.Second), Reason: "Deleted"},
+			Freeze: &store.Freeze{Requested: t0, Deadline: t0.Add(5 * time.Minute)},
 		},
 		Observed: store.Observed{
 			Phase:       "Running",

@@ -95,6 +95,22 @@ type Intent struct {
 	// is under way: QEMU's shutdown action is (or is about to be) "pause",
 	// and the guest's next shutdown is to be turned into a reset.
 	Reboot *Reboot `json:"reboot,omitempty"`
+	// Freeze, when set, means the guest's filesystems are (or are about
+	// to be, or may still be) frozen through its guest agent, and must be
+	// thawed by Freeze.Deadline at the latest. It is written before the
+	// freeze and cleared only after a successful thaw, so a guest is never
+	// left frozen by a crash or a failed step.
+	Freeze *Freeze `json:"freeze,omitempty"`
+}
+
+// Freeze is a guest filesystem freeze (guest-fsfreeze-freeze) with its
+// automatic thaw.
+type Freeze struct {
+	Requested time.Time `json:"requested"`
+	// Deadline is when the agent thaws the guest whatever happens; a
+	// renewed freeze moves it, an unfreeze or a failed freeze brings it
+	// to now.
+	Deadline time.Time `json:"deadline"`
 }
 
 // Reboot is a soft reboot without a guest agent ("fake reboot"): the

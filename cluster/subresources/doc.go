@@ -25,6 +25,8 @@
 //	  GET portforward/{port}[/{proto}]      websocket, to the VM's VMI
 //	namespaces/{ns}/virtualmachineinstances/{name}/...
 //	  PUT pause, unpause, softreboot, reset, freeze, unfreeze
+//	      (freeze forwards its decoded unfreezeTimeout to the node as
+//	      JSON; the node agent thaws the guest when it passes)
 //	  GET guestosinfo, userlist, filesystemlist, vnc/screenshot
 //	  GET console, vnc, portforward/{port}[/{proto}]   websockets
 //

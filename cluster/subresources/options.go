@@ -49,9 +49,12 @@ type PauseOptions struct {
 	DryRun          []string `json:"dryRun,omitempty"`
 }
 
-// FreezeOptions is the body of PUT virtualmachineinstances/{name}/freeze.
+// FreezeOptions is the body of PUT virtualmachineinstances/{name}/freeze,
+// forwarded to the node agent as JSON (decodeFreeze).
 type FreezeOptions struct {
-	UnfreezeTimeout *metav1.Duration `json:"unfreezeTimeout"`
+	// UnfreezeTimeout is when the node agent thaws the guest on its own;
+	// nil: the node's default, 5 minutes.
+	UnfreezeTimeout *metav1.Duration `json:"unfreezeTimeout,omitempty"`
 }
 
 // maxBody bounds a request body; KubeVirt's bodies are a few bytes.
@@ -73,6 +76,17 @@ func readBody(r *http.Request) ([]byte, error) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	return b, nil
+}
+
+// setBody replaces r's body with b (none when b is empty), for the agent.
+func setBody(r *http.Request, b []byte) {
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.ContentLength = int64(len(b))
+	if len(b) == 0 {
+		r.Body = http.NoBody
+	} else {
+		r.Header.Set("Content-Type", "application/json")
+	}
 }
 
 // decodeBody decodes r's JSON or YAML body into v; an empty body leaves v

@@ -1,6 +1,7 @@
 package subresources
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -122,9 +123,29 @@ func decodePause(r *http.Request) (bool, error) {
 	return isDryRun(o.DryRun), err
 }
 
+// decodeFreeze decodes the freeze body (JSON or YAML), refuses a timeout
+// that is not positive (virt-api refuses a negative one; the node agent
+// refuses zero too, so that a frozen guest is always thawed), and leaves
+// the node API's body in r: {"unfreezeTimeout": "<duration>"}, or none
+// for the node's default (5 minutes, KubeVirt's).
 func decodeFreeze(r *http.Request) (bool, error) {
 	var o FreezeOptions
-	return false, decodeBody(r, &o)
+	if err := decodeBody(r, &o); err != nil {
+		return false, err
+	}
+	if o.UnfreezeTimeout == nil {
+		setBody(r, nil)
+		return false, nil
+	}
+	if d := o.UnfreezeTimeout.Duration; d <= 0 {
+		return false, apierrors.NewBadRequest(fmt.Sprintf("unfreezeTimeout %v: want a positive duration", d))
+	}
+	b, err := json.Marshal(FreezeOptions{UnfreezeTimeout: o.UnfreezeTimeout})
+	if err != nil {
+		return false, apierrors.NewBadRequest(fmt.Sprintf("unfreezeTimeout: %v", err))
+	}
+	setBody(r, b)
+	return false, nil
 }
 
 func isRunning(vmi *v1.VirtualMachineInstance) bool { return vmi.Status.Phase == v1.Running }

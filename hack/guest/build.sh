@@ -18,9 +18,10 @@ kver=${KVER:-$(find /boot -maxdepth 1 -name 'vmlinuz-*' -printf '%f\n' | sed 's/
 vmlinuz=/boot/vmlinuz-$kver
 [ -r "$vmlinuz" ] || { echo "build.sh: no kernel $vmlinuz (install linux-image-amd64)" >&2; exit 1; }
 
-# Modules loaded before the ready marker (boot path) and after it (storage for cidata).
+# Modules loaded before the ready marker (boot path) and after it (storage for
+# cidata; ext4, a file system qemu-ga can freeze, for the fsfreeze tests).
 early_mods="virtio_pci virtio_console virtio_net virtio_blk virtio_balloon virtio_rng button evdev"
-late_mods="virtio_scsi ahci ata_piix sd_mod sr_mod isofs vfat nls_cp437 nls_ascii nls_iso8859-1 nls_utf8"
+late_mods="virtio_scsi ahci ata_piix sd_mod sr_mod isofs vfat nls_cp437 nls_ascii nls_iso8859-1 nls_utf8 ext4"
 
 # stale OUTPUT INPUT...: true when OUTPUT is missing or older than an input.
 stale() {

@@ -52,6 +52,8 @@ func (a *Agent) apply(ctx context.Context, act ActionKind, o *Observation) error
 		return a.reapplyPause(ctx, o)
 	case ActReboot:
 		return a.advanceReboot(ctx, o)
+	case ActThaw:
+		return a.thawDue(ctx, o)
 	case ActIncoming:
 		return a.prepareIncoming(ctx, o)
 	case ActResumeArrived:

@@ -60,6 +60,18 @@
 // screendump into the pod's sockets dir) and guest connections dialed in
 // the pod netns (surface.go).
 //
+// Guest filesystem freeze (freeze.go) is intent with a deadline: the node
+// API's Freeze commits Record.Intent.Freeze (the thaw deadline) before
+// guest-fsfreeze-freeze, under the domain's opMu, and enqueues the VMI
+// for the deadline; the reconcile (ActThaw, planned by the pure
+// freezePlan, which requeues at the deadline) thaws the guest and clears
+// the intent once it passes, Unfreeze at once. Only a successful thaw
+// clears the intent: a failed freeze brings the deadline to now, a failed
+// thaw fails the sync and is retried with backoff. A restarted agent finds
+// the intent in the record and thaws at the deadline, or at once when it
+// passed while the agent was down. A deleted VMI's frozen guest is thawed
+// before the power button; a frozen guest does not start migrating.
+//
 // Metrics (metricsource.go, metrics.go): MetricsSource is node/metrics'
 // Source — VMs from the informer cache, statistics from the record's QEMU
 // pid (/proc), its pod netns (tap counters), and the domain's QMP and guest

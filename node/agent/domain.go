@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -261,7 +262,7 @@ func (d *domain) watchGuestAgent(ctx context.Context, path string, probeNow <-ch
 		if d.incomingPending() {
 			continue
 		}
-		info, err := d.probeAgent(ctx, &ga, path)
+		info, known, err := d.probeAgent(ctx, &ga, path)
 		if err != nil && opened {
 			t.Reset(agentRetry)
 		}
@@ -270,37 +271,44 @@ func (d *domain) watchGuestAgent(ctx context.Context, path string, probeNow <-ch
 			// Both views are updated before either enqueues, so the
 			// first report after a connect carries both.
 			netChanged := d.probeGuestNet(ctx, ga)
-			d.setAgent(true, info)
+			d.setAgent(true, info, known)
 			if netChanged {
 				d.enqueue(d.uid)
 			}
 			continue
 		}
 		if failures++; failures >= agentFailures {
-			d.setAgent(false, qmp.OSInfo{})
+			d.setAgent(false, qmp.OSInfo{}, false)
 		}
 	}
 }
 
 // probeAgent pings the guest agent (dialing it if needed) and reads its OS
-// info. A broken connection is dropped so the next probe redials.
-func (d *domain) probeAgent(ctx context.Context, ga *GuestAgent, path string) (qmp.OSInfo, error) {
+// info; known is false when the agent answered the ping but refused the
+// OS info (qemu-ga of a guest whose filesystems are frozen runs only ping,
+// info, sync and the fsfreeze status and thaw): it is connected, with the
+// last OS info still true. A broken connection is dropped so the next
+// probe redials.
+func (d *domain) probeAgent(ctx context.Context, ga *GuestAgent, path string) (info qmp.OSInfo, known bool, err error) {
 	if *ga == nil {
 		dctx, cancel := context.WithTimeout(ctx, time.Second)
 		c, err := d.qemu.DialGuestAgent(dctx, path)
 		cancel()
 		if err != nil {
-			return qmp.OSInfo{}, err
+			return qmp.OSInfo{}, false, err
 		}
 		*ga = c
 		d.publishAgent(c)
 	}
 	pctx, cancel := context.WithTimeout(ctx, agentTimeout)
 	defer cancel()
-	err := (*ga).Ping(pctx)
-	var info qmp.OSInfo
+	err = (*ga).Ping(pctx)
 	if err == nil {
-		info, err = (*ga).OSInfo(pctx)
+		known = true
+		var qe *qmp.Error
+		if info, err = (*ga).OSInfo(pctx); errors.As(err, &qe) {
+			known, err = false, nil
+		}
 	}
 	select {
 	case <-(*ga).Done():
@@ -309,10 +317,12 @@ func (d *domain) probeAgent(ctx context.Context, ga *GuestAgent, path string) (q
 		d.publishAgent(nil)
 	default:
 	}
-	return info, err
+	return info, known, err
 }
 
-func (d *domain) setAgent(ok bool, info qmp.OSInfo) {
+// setAgent records the guest agent's connectivity and, when known, its OS
+// info, and enqueues the VMI when either changed.
+func (d *domain) setAgent(ok bool, info qmp.OSInfo, known bool) {
 	gi := v1.VirtualMachineInstanceGuestOSInfo{}
 	if ok {
 		gi = v1.VirtualMachineInstanceGuestOSInfo{
@@ -322,9 +332,9 @@ func (d *domain) setAgent(ok bool, info qmp.OSInfo) {
 		}
 	}
 	d.mu.Lock()
-	changed := !d.probed || d.agentOK != ok || (ok && d.osInfo != gi)
+	changed := !d.probed || d.agentOK != ok || (ok && known && d.osInfo != gi)
 	d.agentOK, d.probed = ok, true
-	if ok {
+	if ok && known {
 		d.osInfo = gi
 	}
 	d.mu.Unlock()

@@ -240,6 +240,14 @@ func sourcePlan(o *Observation, p Plan) Plan {
 			ms.TargetNodeDomainReadyTimestamp == nil {
 			return p
 		}
+		if o.Record.Intent.Freeze != nil {
+			// A frozen guest does not leave: the target would not know
+			// to thaw it. The migration starts after the thaw.
+			if p.Requeue == 0 || p.Requeue > pollMigration {
+				p.Requeue = pollMigration
+			}
+			return p
+		}
 		p.Actions = append(p.Actions, ActMigrateSource)
 		p.Requeue = pollMigration
 	case m.State == migCompleted:

@@ -124,6 +124,8 @@ func planDelete(o *Observation) Plan {
 			return Plan{Actions: []ActionKind{ActReboot}, Again: true}
 		}
 		switch {
+		case stop == nil && thawBeforeStop(o):
+			return Plan{Actions: []ActionKind{ActThaw, ActPowerdown}, PatchStatus: true, Requeue: pollStopping}
 		case stop == nil:
 			return Plan{Actions: []ActionKind{ActPowerdown}, PatchStatus: true, Requeue: pollStopping}
 		case !o.Now.Before(stop.Deadline):
@@ -213,7 +215,7 @@ func planRun(o *Observation) Plan {
 			p.Requeue = requeue
 		}
 		p.PatchStatus = true
-		return sourcePlan(o, p)
+		return sourcePlan(o, withThaw(o, p))
 	default: // LauncherExited
 		return Plan{Actions: releaseIfLive(o), PatchStatus: true}
 	}

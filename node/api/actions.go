@@ -4,18 +4,28 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // action handles PUT .../{pause|unpause|softreboot|reset|freeze|unfreeze}.
+// freeze takes an optional FreezeOptions body (freeze.go).
 func (s *Server) action(name string) uidHandler {
 	return func(w http.ResponseWriter, r *http.Request, uid string) {
 		timeout := s.cfg.CallTimeout
 		if name == "softreboot" {
 			timeout = s.cfg.SoftRebootTimeout
 		}
+		var freezeFor time.Duration
+		if name == "freeze" {
+			var err error
+			if freezeFor, err = unfreezeTimeout(r); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
-		if err := s.do(ctx, name, uid); err != nil {
+		if err := s.do(ctx, name, uid, freezeFor); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -23,8 +33,9 @@ func (s *Server) action(name string) uidHandler {
 	}
 }
 
-// do runs one lifecycle action on the VMI uid.
-func (s *Server) do(ctx context.Context, name, uid string) error {
+// do runs one lifecycle action on the VMI uid; freezeFor is a freeze's
+// unfreeze timeout.
+func (s *Server) do(ctx context.Context, name, uid string, freezeFor time.Duration) error {
 	switch name {
 	case "pause":
 		return s.deps.Domains.Pause(ctx, uid)
@@ -38,20 +49,10 @@ func (s *Server) do(ctx context.Context, name, uid string) error {
 			return err
 		}
 		return c.SystemReset(ctx)
-	case "freeze", "unfreeze":
-		ga, err := s.deps.Domains.GuestAgent(ctx, uid)
-		if err != nil {
-			return err
-		}
-		if name == "freeze" {
-			_, err = ga.FSFreezeFreeze(ctx)
-		} else {
-			_, err = ga.FSFreezeThaw(ctx)
-		}
-		if err != nil {
-			return fmt.Errorf("VMI %s: %s: %w", uid, name, err)
-		}
-		return nil
+	case "freeze":
+		return s.deps.Domains.Freeze(ctx, uid, freezeFor)
+	case "unfreeze":
+		return s.deps.Domains.Unfreeze(ctx, uid)
 	}
 	return fmt.Errorf("unknown action %q", name)
 }

@@ -21,6 +21,12 @@ type Domains interface {
 	// guest's shutdown; it returns once the guest was reset (or failed to
 	// react: ErrTimeout).
 	SoftReboot(ctx context.Context, uid string) error
+	// Freeze freezes the guest's filesystems through its guest agent and
+	// has the agent thaw them when timeout passes (durably: also after an
+	// agent restart); freezing a frozen guest only renews the deadline.
+	Freeze(ctx context.Context, uid string, timeout time.Duration) error
+	// Unfreeze thaws the guest's filesystems now.
+	Unfreeze(ctx context.Context, uid string) error
 	// Screenshot returns the guest's screen as a PNG image; with
 	// moveCursor the pointer is nudged first so a blanked screen wakes.
 	Screenshot(ctx context.Context, uid string, moveCursor bool) ([]byte, error)

@@ -30,7 +30,7 @@
 // Errors are JSON {"error": "..."} with 400 for a bad port or protocol
 // (naming it), a VMI without a graphics device or pod network address, 404
 // for an unknown VMI, 409 for a VMI that is not running, is paused, has no
-// guest agent or a soft reboot under way, 502 for a QEMU, guest agent or
+// guest agent or a soft reboot under way, or is migrating (freeze), 502 for a QEMU, guest agent or
 // guest connection error, 504 when the guest ignored a soft reboot's power
 // button. softreboot without a guest agent waits for the guest's shutdown
 // (Config.SoftRebootTimeout bounds the request).
@@ -40,6 +40,13 @@
 // number of port-forwards may be open (for udp one message = one datagram). The
 // server pings every stream (Config.PingPeriod) so idle sessions survive
 // proxies; a peer that does not answer within two periods is dropped.
+//
+// Freeze: PUT .../freeze takes an optional body {"unfreezeTimeout":
+// "<duration>"} (absent: DefaultUnfreezeTimeout, 5 minutes as in KubeVirt;
+// not positive or above MaxUnfreezeTimeout: 400 naming unfreezeTimeout).
+// The agent's Freeze persists the thaw deadline before the guest agent
+// freezes anything and thaws the guest when it passes, also after its own
+// restart; unfreeze thaws now.
 //
 // The package knows nothing of the reconcile loop: the agent provides
 // Domains, the store provides Records.

@@ -18,6 +18,9 @@ var (
 	ErrPaused = errors.New("VMI is paused")
 	// ErrBusy: another soft reboot of the VMI is under way.
 	ErrBusy = errors.New("a soft reboot of the VMI is already under way")
+	// ErrMigrating: the request cannot be served while the VMI migrates
+	// (a freeze: the target would not know to thaw the guest).
+	ErrMigrating = errors.New("the VMI is migrating")
 	// ErrNoGraphics: the VMI has no graphics device (VNC, screenshot).
 	ErrNoGraphics = errors.New("no graphics devices are present")
 	// ErrNoGuestAddress: port-forward to a VMI without a pod network
@@ -36,7 +39,8 @@ func httpStatus(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, ErrNoDomain), errors.Is(err, errNoRecord):
 		return http.StatusNotFound
-	case errors.Is(err, ErrNotRunning), errors.Is(err, ErrNoGuestAgent), errors.Is(err, ErrPaused), errors.Is(err, ErrBusy):
+	case errors.Is(err, ErrNotRunning), errors.Is(err, ErrNoGuestAgent), errors.Is(err, ErrPaused), errors.Is(err, ErrBusy),
+		errors.Is(err, ErrMigrating):
 		return http.StatusConflict
 	case errors.Is(err, ErrTimeout):
 		return http.StatusGatewayTimeout

@@ -46,6 +46,12 @@ func (f *fakeDomains) Unpause(_ context.Context, uid string) error { return f.re
 func (f *fakeDomains) SoftReboot(_ context.Context, uid string) error {
 	return f.record("softreboot", uid)
 }
+func (f *fakeDomains) Freeze(_ context.Context, uid string, timeout time.Duration) error {
+	return f.record("freeze "+timeout.String(), uid)
+}
+func (f *fakeDomains) Unfreeze(_ context.Context, uid string) error {
+	return f.record("unfreeze", uid)
+}
 func (f *fakeDomains) Screenshot(_ context.Context, uid string, moveCursor bool) ([]byte, error) {
 	if err := f.record(fmt.Sprintf("screenshot moveCursor=%v", moveCursor), uid); err != nil {
 		return nil, err
@@ -147,7 +153,8 @@ func TestServer_Routes(t *testing.T) {
 		{http.MethodPut, vmi + "vm/unpause", http.StatusOK},
 		{http.MethodPut, vmi + "vm/softreboot", http.StatusOK},
 		{http.MethodPut, vmi + "vm/reset", http.StatusConflict},
-		{http.MethodPut, vmi + "vm/freeze", http.StatusConflict},
+		{http.MethodPut, vmi + "vm/freeze", http.StatusOK},
+		{http.MethodPut, vmi + "vm/unfreeze", http.StatusOK},
 		{http.MethodGet, vmi + "vm/guestosinfo", http.StatusConflict},
 		{http.MethodGet, vmi + "vm/pause", http.StatusMethodNotAllowed},
 		{http.MethodPut, vmi + "nosuch/pause", http.StatusNotFound},
@@ -163,7 +170,7 @@ func TestServer_Routes(t *testing.T) {
 			t.Errorf("%s %s: %d %s, want %d", tt.method, tt.path, code, body, tt.want)
 		}
 	}
-	want := []string{"pause u1", "unpause u1", "softreboot u1"}
+	want := []string{"pause u1", "unpause u1", "softreboot u1", "freeze 5m0s u1", "unfreeze u1"}
 	if diff := cmp.Diff(want, e.domains.calls); diff != "" {
 		t.Errorf("domain calls (-want +got):\n%s", diff)
 	}
