@@ -33,6 +33,9 @@ const (
 	EventThawed    = "GuestThawed"
 )
 
+// MaxFreeze bounds the unfreezeTimeout an online snapshot asks for.
+const MaxFreeze = 5 * time.Minute
+
 // progressRetry is how soon an in-progress snapshot is looked at again:
 // the CSI objects it waits for are read, not watched (their API may be
 // installed after the controller started).
@@ -163,21 +166,7 @@ func (c *Controller) hold(ctx context.Context, s *snapshotv1.VirtualMachineSnaps
 
 // release clears the VM's status.snapshotInProgress if s holds it.
 func (c *Controller) release(ctx context.Context, s *snapshotv1.VirtualMachineSnapshot) error {
-	vm, err := c.d.VMs.VirtualMachines(s.Namespace).Get(s.Spec.Source.Name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("get vm %s/%s: %w", s.Namespace, s.Spec.Source.Name, err)
-	}
-	if holder(vm, fieldSnapshot) != s.Name {
-		return nil
-	}
-	err = setHolder(ctx, c.d.VMAPI, vm, fieldSnapshot, "")
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return releaseHolder(ctx, c.d.VMAPI, s.Namespace, s.Spec.Source.Name, fieldSnapshot, s.Name)
 }
 
 // progress moves an in-progress snapshot on: capture the VM in a content,
@@ -355,9 +344,12 @@ func (c *Controller) freezeOnce(ctx context.Context, s *snapshotv1.VirtualMachin
 	if !hasIndication(st, snapshotv1.IndicationOnline) || hasIndication(st, snapshotv1.IndicationNoGuestAgent) || hasIndication(st, snapshotv1.IndicationQuiesceFailed) {
 		return nil
 	}
-	timeout := DefaultFailureDeadline
+	// The freeze lasts until the cut at most; the node thaws the guest by
+	// the deadline or MaxFreeze, whichever comes first, should this
+	// controller not come back to thaw it.
+	timeout := MaxFreeze
 	if !deadline.IsZero() {
-		timeout = deadline.Sub(c.d.Now())
+		timeout = min(timeout, deadline.Sub(c.d.Now()))
 	}
 	if err := c.d.Freezer.Freeze(ctx, s.Namespace, s.Spec.Source.Name, timeout); err != nil {
 		addIndication(st, snapshotv1.IndicationQuiesceFailed)

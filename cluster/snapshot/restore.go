@@ -283,21 +283,7 @@ func (c *Restorer) ownClaims(ctx context.Context, r *snapshotv1.VirtualMachineRe
 
 // release clears the target's status.restoreInProgress if r holds it.
 func (c *Restorer) release(ctx context.Context, r *snapshotv1.VirtualMachineRestore) error {
-	vm, err := c.d.VMs.VirtualMachines(r.Namespace).Get(r.Spec.Target.Name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if holder(vm, fieldRestore) != r.Name {
-		return nil
-	}
-	err = setHolder(ctx, c.d.VMAPI, vm, fieldRestore, "")
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return releaseHolder(ctx, c.d.VMAPI, r.Namespace, r.Spec.Target.Name, fieldRestore, r.Name)
 }
 
 // finish handles a deleted restore: its target is released, then the

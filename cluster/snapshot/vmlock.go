@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -54,3 +55,24 @@ func setHolder(ctx context.Context, api kvclient.VirtualMachinesGetter, vm *v1.V
 }
 
 var patchOptions = metav1.PatchOptions{FieldManager: v1.ManagerController}
+
+// releaseHolder clears field of VM namespace/name's status if name holds
+// it. The VM is read from the API, not the cache: a release right after
+// this controller took the VM or wrote it must see that.
+func releaseHolder(ctx context.Context, api kvclient.VirtualMachinesGetter, namespace, vmName, field, name string) error {
+	vm, err := api.VirtualMachines(namespace).Get(ctx, vmName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get vm %s/%s: %w", namespace, vmName, err)
+	}
+	if holder(vm, field) != name {
+		return nil
+	}
+	err = setHolder(ctx, api, vm, field, "")
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

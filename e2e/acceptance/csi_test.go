@@ -77,11 +77,15 @@ func checkMarker(t *testing.T, file string) {
 	}
 }
 
-// csiClaim creates a 64 MiB ReadWriteOnce claim of the CSI class, with
-// source (a dataSource line, or "") and waits until it is bound; it is
-// deleted when the test ends.
-func (s *suite) csiClaim(t *testing.T, name, mode, source string) {
+// csiClaim creates a ReadWriteOnce claim of the CSI class (64 MiB, or
+// size), with source (a dataSource line, or "") and waits until it is
+// bound; it is deleted when the test ends.
+func (s *suite) csiClaim(t *testing.T, name, mode, source string, size ...string) {
 	t.Helper()
+	request := "64Mi"
+	if len(size) > 0 {
+		request = size[0]
+	}
 	s.apply(t, []byte(fmt.Sprintf(`apiVersion: v1
 kind: PersistentVolumeClaim
 metadata: {name: %s, namespace: %s}
@@ -89,8 +93,8 @@ spec:
   storageClassName: %s
   volumeMode: %s
   accessModes: [ReadWriteOnce]
-  resources: {requests: {storage: 64Mi}}
-%s`, name, namespace, csiClass, mode, source)))
+  resources: {requests: {storage: %s}}
+%s`, name, namespace, csiClass, mode, request, source)))
 	t.Cleanup(func() {
 		s.kubectl(t, nil, "delete", "-n", namespace, "pvc", name, "--ignore-not-found", "--wait=true", "--timeout=60s")
 	})

@@ -133,11 +133,12 @@ spec:
 // claimVM creates VM name (runStrategy Always) with claim as its second
 // disk and returns its VMI once the guest has reported on that disk: what
 // it said, PVC-WROTE (a fresh disk: it wrote the marker) or PVC-FOUND (the
-// marker was there). The VM is deleted at the end of the test.
-func (s *suite) claimVM(t *testing.T, name, claim string) (*v1.VirtualMachineInstance, string) {
+// marker was there). extra commands (shell, one line each) run after.
+// The VM is deleted at the end of the test.
+func (s *suite) claimVM(t *testing.T, name, claim string, extra ...string) (*v1.VirtualMachineInstance, string) {
 	t.Helper()
 	t.Cleanup(func() { s.deleteVM(t, name) })
-	m := s.vmManifest(t, name, "Always", pvcScript)
+	m := s.vmManifest(t, name, "Always", strings.Join(append([]string{pvcScript}, extra...), "; "))
 	m = []byte(strings.Replace(string(m), "          disks:\n", "          disks:\n          - name: data\n            disk: {bus: virtio}\n", 1))
 	m = []byte(strings.Replace(string(m), "      volumes:\n", fmt.Sprintf("      volumes:\n      - name: data\n        persistentVolumeClaim: {claimName: %s}\n", claim), 1))
 	s.apply(t, m)

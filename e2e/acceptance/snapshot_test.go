@@ -34,7 +34,7 @@ func testVMSnapshot(t *testing.T, s *suite) {
 		t.Fatal(err)
 	}
 	const vm = "snap-vm"
-	s.csiClaim(t, "snap-data", "Filesystem", "")
+	s.csiClaim(t, "snap-data", "Filesystem", "", "1Gi")
 	vmi, got := s.claimVM(t, vm, "snap-data")
 	if !strings.HasPrefix(got, "PVC-WROTE") {
 		t.Fatalf("guest said %q, want PVC-WROTE", got)
@@ -52,7 +52,8 @@ func testVMSnapshot(t *testing.T, s *suite) {
 	if v := online.Status.SnapshotVolumes; v == nil || !slices.Equal(v.IncludedVolumes, []string{"data"}) || !slices.Contains(v.ExcludedVolumes, "cloudinit") {
 		t.Errorf("online snapshot: snapshotVolumes %+v, want data included and cloudinit excluded", v)
 	}
-	s.checkFrozenThawed(t, online)
+	window := s.checkFrozenThawed(t, vm, vmi.Status.NodeName)
+	t.Logf("MEASURE online snapshot: guest frozen -> thawed (the node agent's timeline) %v", window.Round(time.Millisecond))
 	if v := s.waitVMI(t, vm, 10*time.Second, "still Running", phaseIs(v1.Running)); v.UID != vmi.UID {
 		t.Errorf("the VMI was replaced during the snapshot")
 	}
@@ -84,7 +85,7 @@ func testVMSnapshot(t *testing.T, s *suite) {
 	overwriteMarker(t, s.csiVolumeFile(t, "snap-data", "data/disk.img"))
 	stopped := time.Now()
 	r := s.waitRestored(t, "restore-in-place")
-	t.Logf("MEASURE restore of a 64 MiB claim: VM stopped -> restore complete %v", time.Since(stopped).Round(10*time.Millisecond))
+	t.Logf("MEASURE restore of a 1 GiB claim: VM stopped -> restore complete %v", time.Since(stopped).Round(10*time.Millisecond))
 	if len(r.Status.Restores) != 1 {
 		t.Fatalf("restores %+v", r.Status.Restores)
 	}
@@ -95,9 +96,16 @@ func testVMSnapshot(t *testing.T, s *suite) {
 	if got := claimOf(restored, "data"); got != r.Status.Restores[0].PersistentVolumeClaimName {
 		t.Errorf("restored VM's volume data is on claim %q, want the restored %q", got, r.Status.Restores[0].PersistentVolumeClaimName)
 	}
-	if restored.Status.RestoreInProgress != nil {
-		t.Errorf("restored VM: restoreInProgress %q after the restore", *restored.Status.RestoreInProgress)
-	}
+	testenv.Eventually(t, 10*time.Second, "restored VM released (status.restoreInProgress gone)", func() error {
+		vm, err := s.virt.KubevirtV1().VirtualMachines(namespace).Get(t.Context(), vm, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if vm.Status.RestoreInProgress != nil {
+			return fmt.Errorf("restoreInProgress %q", *vm.Status.RestoreInProgress)
+		}
+		return nil
+	})
 	s.patchRunStrategy(t, vm, "Always")
 	again := s.waitVMI(t, vm, 120*time.Second, "Running", phaseIs(v1.Running))
 	if got := s.waitSerial(t, s.launcherPod(t, again), "PVC-", 120*time.Second); !strings.HasPrefix(got, "PVC-FOUND") {
@@ -242,30 +250,116 @@ func (s *suite) takeSnapshot(t *testing.T, name, vm string) *snapshotv1.VirtualM
 	return snap
 }
 
-// checkFrozenThawed: the snapshot's events say the guest was frozen,
-// then thawed; the time between is the freeze window.
-func (s *suite) checkFrozenThawed(t *testing.T, snap *snapshotv1.VirtualMachineSnapshot) {
+// checkFrozenThawed: the node agent's timeline of VM vm (nodectl on its
+// node) shows the snapshot's freeze and, after it, the thaw; the time
+// between is the freeze window. It returns the window.
+func (s *suite) checkFrozenThawed(t *testing.T, vm, node string) time.Duration {
 	t.Helper()
-	evs, err := s.kube.CoreV1().Events(namespace).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(snap.UID)})
+	out, errOut, err := s.nodectl(t, node, "timeline", namespace+"/"+vm)
+	if err != nil {
+		t.Fatalf("nodectl timeline: %v\n%s", err, errOut)
+	}
+	var frozen, thawed time.Time
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, f[0])
+		if err != nil {
+			continue
+		}
+		switch f[2] {
+		case "FreezeRequested":
+			frozen, thawed = at, time.Time{}
+		case "Thawed":
+			if !frozen.IsZero() {
+				thawed = at
+			}
+		}
+	}
+	if frozen.IsZero() || thawed.IsZero() {
+		t.Errorf("VM %s's timeline on %s: no freeze followed by a thaw:\n%s", vm, node, out)
+		return 0
+	}
+	return thawed.Sub(frozen)
+}
+
+// Issue 21: how a snapshot says it is not application-consistent, and a
+// failed one. A VM whose guest agent was stopped is snapshotted
+// crash-consistent (NoGuestAgent). A VM on a claim whose CSI snapshots fail
+// (the local driver's refuseSnapshots class) fails with the CSI error and
+// its guest is thawed.
+func testSnapshotFailures(t *testing.T, s *suite) {
+	if err := s.cluster.Script(t.Context(), "csi.sh"); err != nil {
+		t.Fatal(err)
+	}
+	s.csiClaim(t, "noagent-data", "Filesystem", "")
+	// qga.sh (init respawns it) becomes a sleep, then qemu-ga is stopped.
+	noAgent := `printf '#!/bin/sh\nexec sleep 2147483647\n' >/etc/qga.sh; ` +
+		`for i in $(seq 1 100); do pidof qemu-ga >/dev/null && break; sleep 0.1; done; killall qemu-ga && echo NODEVIRT-QGA-STOPPED`
+	vmi, _ := s.claimVM(t, "snap-noagent", "noagent-data", noAgent)
+	s.waitSerial(t, s.launcherPod(t, vmi), "NODEVIRT-QGA-STOPPED", 60*time.Second)
+	s.waitVMI(t, "snap-noagent", 90*time.Second, "AgentConnected gone", func(v *v1.VirtualMachineInstance) bool {
+		return condition(v, v1.VirtualMachineInstanceAgentConnected) != corev1.ConditionTrue
+	})
+	crash := s.takeSnapshot(t, "snap-noagent", "snap-noagent")
+	if !slices.Contains(crash.Status.Indications, snapshotv1.IndicationNoGuestAgent) || slices.Contains(crash.Status.Indications, snapshotv1.IndicationGuestAgent) {
+		t.Errorf("snapshot without a guest agent: indications %v, want Online and NoGuestAgent", crash.Status.Indications)
+	}
+
+	const class = "nodevirt-csi-refusing-snapshots"
+	s.apply(t, []byte(`apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: `+class+`}
+provisioner: hostpath.csi.nodevirt.local
+parameters: {refuseSnapshots: "true"}
+volumeBindingMode: Immediate
+`))
+	t.Cleanup(func() { s.kubectl(t, nil, "delete", "storageclass", class, "--ignore-not-found") })
+	s.apply(t, []byte(fmt.Sprintf(`apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: refusing-data, namespace: %s}
+spec:
+  storageClassName: %s
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 64Mi}}
+`, namespace, class)))
+	t.Cleanup(func() {
+		s.kubectl(t, nil, "delete", "-n", namespace, "pvc", "refusing-data", "--ignore-not-found", "--wait=true", "--timeout=60s")
+	})
+	vmi, _ = s.claimVM(t, "snap-refused", "refusing-data")
+	s.waitVMI(t, "snap-refused", 60*time.Second, "AgentConnected", func(v *v1.VirtualMachineInstance) bool {
+		return condition(v, v1.VirtualMachineInstanceAgentConnected) == corev1.ConditionTrue
+	})
+	api := s.virt.SnapshotV1beta1().VirtualMachineSnapshots(namespace)
+	_, err := api.Create(t.Context(), &snapshotv1.VirtualMachineSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: "snap-refused"},
+		Spec: snapshotv1.VirtualMachineSnapshotSpec{Source: corev1.TypedLocalObjectReference{
+			APIGroup: ptr.To("kubevirt.io"), Kind: "VirtualMachine", Name: "snap-refused"}},
+	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var frozen, thawed time.Time
-	for _, e := range evs.Items {
-		at := e.EventTime.Time
-		if at.IsZero() {
-			at = e.FirstTimestamp.Time
+	t.Cleanup(func() {
+		s.kubectl(t, nil, "delete", "-n", namespace, "vmsnapshot", "snap-refused", "--ignore-not-found", "--wait=true", "--timeout=60s")
+	})
+	began := time.Now()
+	testenv.Eventually(t, 2*time.Minute, "snapshot snap-refused Failed", func() error {
+		got, err := api.Get(t.Context(), "snap-refused", metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
-		switch e.Reason {
-		case "GuestFrozen":
-			frozen = at
-		case "GuestThawed":
-			thawed = at
+		if got.Status == nil || got.Status.Phase != snapshotv1.Failed {
+			return fmt.Errorf("status %+v", got.Status)
 		}
+		if got.Status.Error == nil || !strings.Contains(ptr.Deref(got.Status.Error.Message, ""), "refuses snapshots") {
+			t.Errorf("failed snapshot's error %+v, want the CSI driver's reason", got.Status.Error)
+		}
+		return nil
+	})
+	t.Logf("MEASURE snapshot whose CSI snapshot fails: created -> Failed %v", time.Since(began).Round(10*time.Millisecond))
+	if window := s.checkFrozenThawed(t, "snap-refused", vmi.Status.NodeName); window > 0 {
+		t.Logf("failed snapshot: guest frozen -> thawed %v", window.Round(time.Millisecond))
 	}
-	if frozen.IsZero() || thawed.IsZero() || thawed.Before(frozen) {
-		t.Errorf("snapshot %s events: frozen at %v, thawed at %v; want a freeze, then a thaw", snap.Name, frozen, thawed)
-		return
-	}
-	t.Logf("MEASURE online snapshot: guest frozen -> thawed (events, 1 s resolution) %v", thawed.Sub(frozen))
 }

@@ -68,6 +68,7 @@ var extras = []extra{
 	{19, "ReplicaSetScale", testReplicaSetScale},
 	{19, "Pool", testPool},
 	{21, "VMSnapshot", testVMSnapshot},
+	{21, "SnapshotFailures", testSnapshotFailures},
 	{18, "DevicesOutliveAgent", testDevicesOutliveAgent},
 	{20, "Accelerator", testAccelerator},
 	{20, "LiveConfiguration", testLiveConfiguration},

@@ -86,7 +86,8 @@ func (c *controller) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequ
 			capacity = limit
 		}
 	}
-	v := volume{ID: idOf("vol", req.GetName()), Name: req.GetName(), Capacity: capacity, Block: block}
+	v := volume{ID: idOf("vol", req.GetName()), Name: req.GetName(), Capacity: capacity, Block: block,
+		RefuseSnapshots: req.GetParameters()[ParamRefuseSnapshots] == "true"}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -186,6 +187,11 @@ func (c *controller) ValidateVolumeCapabilities(ctx context.Context, req *csi.Va
 		VolumeCapabilities: req.GetVolumeCapabilities()}}, nil
 }
 
+// ParamRefuseSnapshots is the StorageClass parameter whose value "true"
+// makes the volumes of the class refuse every snapshot (for tests of a
+// failed CSI snapshot).
+const ParamRefuseSnapshots = "refuseSnapshots"
+
 func (c *controller) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
 	if req.GetName() == "" {
 		return nil, status.Error(codes.InvalidArgument, "name: empty")
@@ -210,6 +216,9 @@ func (c *controller) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshot
 	}
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
+	}
+	if v.RefuseSnapshots {
+		return nil, status.Errorf(codes.FailedPrecondition, "volume %s refuses snapshots (StorageClass parameter %s)", v.ID, ParamRefuseSnapshots)
 	}
 	sn := snapshot{ID: id, Name: req.GetName(), VolumeID: v.ID, Size: v.Capacity, Block: v.Block, Created: time.Now().UTC()}
 	start := time.Now()

@@ -20,7 +20,9 @@
 //     the directory or file is shared through the host, which is what lets
 //     a VM with a ReadWriteMany PVC migrate between the local nodes;
 //   - snapshots (a sparse copy of the file or a copy of the tree, ready at
-//     once) and volumes created from a snapshot or cloned from a volume.
+//     once) and volumes created from a snapshot or cloned from a volume;
+//   - for tests, StorageClass parameter refuseSnapshots: "true", whose
+//     volumes refuse every snapshot (FailedPrecondition).
 //
 // Layout under --root: volumes/<id>/{volume.json, data/ | disk.img},
 // snapshots/<id>/{snapshot.json, data/ | disk.img}, and per node

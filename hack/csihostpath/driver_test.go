@@ -258,6 +258,14 @@ func TestDriver_Integration(t *testing.T) {
 		if _, err := a.ctl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "no-caps"}); code(err) != codes.InvalidArgument {
 			t.Errorf("no capabilities: %v, want InvalidArgument", err)
 		}
+		refusing, err := a.ctl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "pvc-refusing", CapacityRange: &csi.CapacityRange{RequiredBytes: 1 << 20},
+			VolumeCapabilities: []*csi.VolumeCapability{capability(false, rwx)}, Parameters: map[string]string{ParamRefuseSnapshots: "true"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.ctl.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: "snap-refused", SourceVolumeId: refusing.Volume.VolumeId}); code(err) != codes.FailedPrecondition {
+			t.Errorf("a snapshot of a volume of a refuseSnapshots class: %v, want FailedPrecondition", err)
+		}
 		v := create(t, "pvc-mode", 1<<20, false, nil)
 		_, err = a.node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: v.VolumeId, TargetPath: filepath.Join(dir, "mode"),
 			VolumeCapability: capability(true, rwx)})

@@ -28,6 +28,10 @@ type volume struct {
 	Block    bool   `json:"block"`
 	// Source is "snapshot:<id>" or "volume:<id>" when made from one.
 	Source string `json:"source,omitempty"`
+	// RefuseSnapshots makes every snapshot of the volume fail (its
+	// StorageClass has parameter refuseSnapshots "true"): tests use it to
+	// see a failed CSI snapshot.
+	RefuseSnapshots bool `json:"refuseSnapshots,omitempty"`
 }
 
 // snapshot is a snapshot's record (snapshots/<id>/snapshot.json).
