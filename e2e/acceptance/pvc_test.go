@@ -137,11 +137,20 @@ spec:
 // The VM is deleted at the end of the test.
 func (s *suite) claimVM(t *testing.T, name, claim string, extra ...string) (*v1.VirtualMachineInstance, string) {
 	t.Helper()
+	return s.claimVMWith(t, name, claim, nil, extra...)
+}
+
+// claimVMWith is claimVM with edit applied to the manifest (nil: none).
+func (s *suite) claimVMWith(t *testing.T, name, claim string, edit func(string) string, extra ...string) (*v1.VirtualMachineInstance, string) {
+	t.Helper()
 	t.Cleanup(func() { s.deleteVM(t, name) })
-	m := s.vmManifest(t, name, "Always", strings.Join(append([]string{pvcScript}, extra...), "; "))
-	m = []byte(strings.Replace(string(m), "          disks:\n", "          disks:\n          - name: data\n            disk: {bus: virtio}\n", 1))
-	m = []byte(strings.Replace(string(m), "      volumes:\n", fmt.Sprintf("      volumes:\n      - name: data\n        persistentVolumeClaim: {claimName: %s}\n", claim), 1))
-	s.apply(t, m)
+	m := string(s.vmManifest(t, name, "Always", strings.Join(append([]string{pvcScript}, extra...), "; ")))
+	m = strings.Replace(m, "          disks:\n", "          disks:\n          - name: data\n            disk: {bus: virtio}\n", 1)
+	m = strings.Replace(m, "      volumes:\n", fmt.Sprintf("      volumes:\n      - name: data\n        persistentVolumeClaim: {claimName: %s}\n", claim), 1)
+	if edit != nil {
+		m = edit(m)
+	}
+	s.apply(t, []byte(m))
 	vmi := s.waitVMI(t, name, 120*time.Second, "Running", phaseIs(v1.Running))
 	return vmi, s.waitSerial(t, s.launcherPod(t, vmi), "PVC-", 120*time.Second)
 }

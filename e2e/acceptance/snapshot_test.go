@@ -35,10 +35,12 @@ func testVMSnapshot(t *testing.T, s *suite) {
 	}
 	const vm = "snap-vm"
 	s.csiClaim(t, "snap-data", "Filesystem", "", "1Gi")
-	vmi, got := s.claimVM(t, vm, "snap-data")
+	vmi, got := s.claimVMWith(t, vm, "snap-data", withScratchDisk, freezeWatch)
 	if !strings.HasPrefix(got, "PVC-WROTE") {
 		t.Fatalf("guest said %q, want PVC-WROTE", got)
 	}
+	pod := s.launcherPod(t, vmi)
+	s.waitSerial(t, pod, "NODEVIRT-FS-WATCHED", 60*time.Second)
 	s.waitVMI(t, vm, 60*time.Second, "AgentConnected", func(v *v1.VirtualMachineInstance) bool {
 		return condition(v, v1.VirtualMachineInstanceAgentConnected) == corev1.ConditionTrue
 	})
@@ -54,6 +56,10 @@ func testVMSnapshot(t *testing.T, s *suite) {
 	}
 	window := s.checkFrozenThawed(t, vm, vmi.Status.NodeName)
 	t.Logf("MEASURE online snapshot: guest frozen -> thawed (the node agent's timeline) %v", window.Round(time.Millisecond))
+	// The guest saw it: a write to its ext4 file system stalled while it
+	// was frozen, and went on after.
+	stalled := s.waitSerial(t, pod, "NODEVIRT-WRITE-STALLED", 30*time.Second)
+	t.Logf("the guest during the online snapshot: %s", stalled)
 	if v := s.waitVMI(t, vm, 10*time.Second, "still Running", phaseIs(v1.Running)); v.UID != vmi.UID {
 		t.Errorf("the VMI was replaced during the snapshot")
 	}
@@ -144,6 +150,24 @@ func testVMSnapshot(t *testing.T, s *suite) {
 	})
 	t.Logf("MEASURE snapshot deleted -> content and volume snapshot gone %v", time.Since(began).Round(10*time.Millisecond))
 }
+
+// withScratchDisk adds a 16 MiB emptyDisk (the guest's ext4 scratch file
+// system, freezeWatch) to a claimVM manifest.
+func withScratchDisk(m string) string {
+	m = strings.Replace(m, "          disks:\n", "          disks:\n          - name: scratch\n            disk: {bus: virtio}\n", 1)
+	return strings.Replace(m, "      volumes:\n", "      volumes:\n      - name: scratch\n        emptyDisk: {capacity: 16Mi}\n", 1)
+}
+
+// freezeWatch (guest script, one line) puts an ext4 file system on the
+// 16 MiB scratch disk (withScratchDisk), which qemu-ga can freeze (the
+// initramfs root cannot be), and writes to it every 20 ms; a write that
+// took over 200 ms by /proc/uptime (10 ms steps: the guest was frozen) is
+// reported on the console as NODEVIRT-WRITE-STALLED <ms>.
+const freezeWatch = `for _ in $(seq 1 100); do grep -q ext4 /proc/filesystems && break; sleep 0.1; done; ` +
+	`sd=; for b in /sys/block/vd*; do [ "$(cat $b/size)" = 32768 ] && sd=/dev/${b##*/}; done; ` +
+	`mke2fs -q "$sd" && mkdir -p /mnt/scratch && mount -t ext4 "$sd" /mnt/scratch && echo NODEVIRT-FS-WATCHED; ` +
+	`( while :; do a=$(cut -d' ' -f1 /proc/uptime | tr -d .); echo "$a" >/mnt/scratch/tick; b=$(cut -d' ' -f1 /proc/uptime | tr -d .); ` +
+	`[ $((b-a)) -gt 20 ] && echo "NODEVIRT-WRITE-STALLED $(((b-a)*10)) ms" >/dev/console; usleep 20000; done ) >/dev/null 2>&1 &`
 
 // createRestore creates restore name of snapshot onto VM target; it is
 // deleted when the test ends.
