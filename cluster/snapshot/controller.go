@@ -38,8 +38,12 @@ const MaxFreeze = 5 * time.Minute
 
 // progressRetry is how soon an in-progress snapshot is looked at again:
 // the CSI objects it waits for are read, not watched (their API may be
-// installed after the controller started).
-const progressRetry = 500 * time.Millisecond
+// installed after the controller started). frozenRetry is the same while
+// the guest is frozen: the thaw follows the cut within it.
+const (
+	progressRetry = 500 * time.Millisecond
+	frozenRetry   = 25 * time.Millisecond
+)
 
 // Freezer freezes and thaws a running VMI's guest filesystems through the
 // subresource API (freeze.go).
@@ -240,6 +244,9 @@ func (c *Controller) progress(ctx context.Context, s *snapshotv1.VirtualMachineS
 				if err := c.d.CSI.CreateVolumeSnapshot(ctx, VolumeSnapshot(content, b, class)); err != nil && !apierrors.IsAlreadyExists(err) {
 					return 0, fmt.Errorf("snapshot %s/%s: create volume snapshot %s: %w", s.Namespace, s.Name, *b.VolumeSnapshotName, err)
 				}
+			}
+			if hasIndication(st, snapshotv1.IndicationGuestAgent) {
+				return frozenRetry, nil
 			}
 			return progressRetry, nil
 		}

@@ -41,7 +41,9 @@
 // the cut, thaws the guest and fails the snapshot with the reason. A
 // deleted snapshot thaws a guest it froze before its finalizer goes; its
 // content and volume snapshots follow by owner references (Retain keeps
-// them). In progress, a snapshot is looked at again every 500 ms.
+// them). In progress, a snapshot is looked at again every 500 ms, every
+// 25 ms while its guest is frozen (the freeze window is the cut's time
+// plus at most that).
 //
 // # Status (written by this controller only, by update of the status subresource)
 //

@@ -30,6 +30,7 @@ func TestBenchSmoke(t *testing.T) {
 		BurstInterval:  100 * time.Millisecond,
 		OverheadAt:     []int{1},
 		ControllerVMIs: 20,
+		SnapshotCycles: 1,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 35*time.Minute) // the lock may be held by the acceptance suite
 	defer cancel()

@@ -29,6 +29,13 @@
 //     number of VMs disturbed (QEMU replaced, phase or pause state changed).
 //   - controller: N VMIs (default 8,000) no node can take: the controller's
 //     throughput (VMI → launcher pod → Scheduling) and RSS per VMI.
+//   - snapshot:   a running VM with a 1 GiB claim of the local CSI driver
+//     and an ext4 file system its guest agent freezes: -snapshot-cycles
+//     online VM snapshots (created → Succeeded; the freeze window from the
+//     node agent's timeline), then as many restores onto it stopped
+//     (created → complete); floors measured just before each: a bare CSI
+//     VolumeSnapshot, the node API's freeze + unfreeze, a claim restored
+//     from a VolumeSnapshot (created → Bound).
 //
 // The short scenarios (single, pause, virtctl, restart) run -repeat times
 // (default 3): each figure is over all runs' samples, and the report lists

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,7 +38,9 @@ type env struct {
 	node    localcluster.Node
 	kube    kubernetes.Interface
 	virt    versioned.Interface
-	log     *slog.Logger
+	// csi is the CSI snapshot API's client (the snapshot scenario).
+	csi snapclientset.Interface
+	log *slog.Logger
 	// nodeAPI talks to the node agent's unix socket (public routes);
 	// nodectl is the debug routes' client on the same socket.
 	nodeAPI *http.Client
@@ -111,6 +114,7 @@ func setUp(ctx context.Context, log *slog.Logger, keep bool) (e *env, stop func(
 		root: root, cluster: c, node: c.Nodes[0], log: log,
 		kube: kubernetes.NewForConfigOrDie(rc),
 		virt: versioned.NewForConfigOrDie(rc),
+		csi:  snapclientset.NewForConfigOrDie(rc),
 		nodeAPI: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 				var d net.Dialer

@@ -22,7 +22,7 @@ import (
 )
 
 // allScenarios in run order.
-var allScenarios = []string{"overhead", "single", "pause", "virtctl", "burst", "restart", "controller"}
+var allScenarios = []string{"overhead", "single", "pause", "virtctl", "burst", "restart", "controller", "snapshot"}
 
 var getOpts = metav1.GetOptions{}
 
@@ -41,6 +41,9 @@ type Settings struct {
 	BurstInterval  time.Duration `json:"burstInterval"`
 	OverheadAt     []int         `json:"overheadAt"`
 	ControllerVMIs int           `json:"controllerVMIs"`
+	// SnapshotCycles is how many snapshots (and restores) of the snapshot
+	// scenario's VM are taken.
+	SnapshotCycles int `json:"snapshotCycles"`
 }
 
 func (s Settings) String() string {
@@ -48,8 +51,8 @@ func (s Settings) String() string {
 	for i, n := range s.OverheadAt {
 		at[i] = strconv.Itoa(n)
 	}
-	return fmt.Sprintf("scenarios %s; short scenarios repeated %d×; single runs %d; pause cycles %d; virtctl cycles %d; bursts of %d and %d VMIs (and as many bare pods) %v apart; overhead at %s/%d VMs; controller %d VMIs",
-		strings.Join(s.Scenarios, ","), s.Repeat, s.SingleRuns, s.PauseCycles, s.VirtctlCycles, s.BurstSmall, s.Burst, s.BurstInterval, strings.Join(at, "/"), s.Burst, s.ControllerVMIs)
+	return fmt.Sprintf("scenarios %s; short scenarios repeated %d×; single runs %d; pause cycles %d; virtctl cycles %d; bursts of %d and %d VMIs (and as many bare pods) %v apart; overhead at %s/%d VMs; controller %d VMIs; %d snapshots and restores",
+		strings.Join(s.Scenarios, ","), s.Repeat, s.SingleRuns, s.PauseCycles, s.VirtctlCycles, s.BurstSmall, s.Burst, s.BurstInterval, strings.Join(at, "/"), s.Burst, s.ControllerVMIs, s.SnapshotCycles)
 }
 
 // Validate checks the settings, naming the flag of a bad one.
@@ -92,6 +95,9 @@ func (s Settings) Validate() error {
 	if s.ControllerVMIs < 1 {
 		errs = append(errs, fmt.Errorf("-controller-vmis %d: want at least 1", s.ControllerVMIs))
 	}
+	if s.SnapshotCycles < 1 {
+		errs = append(errs, fmt.Errorf("-snapshot-cycles %d: want at least 1", s.SnapshotCycles))
+	}
 	return errors.Join(errs...)
 }
 
@@ -116,6 +122,7 @@ func run() error {
 	flag.DurationVar(&s.BurstInterval, "burst-interval", 100*time.Millisecond, "time between the burst's creations")
 	overheadAt := flag.String("overhead-at", "1,20", "VM counts to measure overhead at before the burst (then again at the burst's count)")
 	flag.IntVar(&s.ControllerVMIs, "controller-vmis", 8000, "VMIs of the controller scale scenario")
+	flag.IntVar(&s.SnapshotCycles, "snapshot-cycles", 5, "snapshots (and restores) of the snapshot scenario's VM")
 	out := flag.String("out", "", "directory for the reports (default <repo>/_output/bench)")
 	docs := flag.Bool("docs", false, "also write docs/benchmarks.md and docs/benchmarks.json")
 	keep := flag.Bool("keep", false, "leave a cluster this run started running")
@@ -292,6 +299,11 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 		}
 		if err := cleanUp(); err != nil {
 			return err
+		}
+	}
+	if s.has("snapshot") {
+		if err := runSnapshot(ctx, e, r, s.SnapshotCycles); err != nil {
+			return fmt.Errorf("snapshot: %w", err)
 		}
 	}
 	return nil

@@ -139,6 +139,7 @@ var scenarioTitles = map[string]string{
 	"burst":      "Burst of paused VMIs",
 	"restart":    "Agent restart under load",
 	"controller": "Controller scale",
+	"snapshot":   "VM snapshots and restores",
 }
 
 // scenarioOrder lists the scenarios that have figures or notes, in run

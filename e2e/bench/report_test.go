@@ -65,7 +65,7 @@ func TestWriteJSONRoundTrip(t *testing.T) {
 }
 
 func TestSettingsValidate(t *testing.T) {
-	ok := Settings{Scenarios: []string{"burst"}, SingleRuns: 1, PauseCycles: 1, VirtctlCycles: 1, Burst: 1, OverheadAt: []int{1}, ControllerVMIs: 1, Repeat: 1}
+	ok := Settings{Scenarios: []string{"burst"}, SingleRuns: 1, PauseCycles: 1, VirtctlCycles: 1, Burst: 1, OverheadAt: []int{1}, ControllerVMIs: 1, Repeat: 1, SnapshotCycles: 1}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("valid settings: %v", err)
 	}
