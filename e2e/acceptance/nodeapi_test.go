@@ -232,7 +232,9 @@ func testStartPaused(t *testing.T, s *suite) {
 func (s *suite) nodectl(t *testing.T, node string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	if s.nodectlBin == "" {
-		bin := filepath.Join(t.TempDir(), "nodectl")
+		// Built once for the suite, into the build output (a subtest's
+		// temporary directory would go with the subtest).
+		bin := filepath.Join(s.root, "_output", "e2e", "nodectl")
 		cmd := exec.Command("go", "build", "-o", bin, "./cmd/nodectl")
 		cmd.Dir = s.root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

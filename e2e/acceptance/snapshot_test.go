@@ -56,10 +56,16 @@ func testVMSnapshot(t *testing.T, s *suite) {
 	}
 	window := s.checkFrozenThawed(t, vm, vmi.Status.NodeName)
 	t.Logf("MEASURE online snapshot: guest frozen -> thawed (the node agent's timeline) %v", window.Round(time.Millisecond))
-	// The guest saw it: a write to its ext4 file system stalled while it
-	// was frozen, and went on after.
-	stalled := s.waitSerial(t, pod, "NODEVIRT-WRITE-STALLED", 30*time.Second)
-	t.Logf("the guest during the online snapshot: %s", stalled)
+	// The guest saw it: qemu-ga's fsfreeze hook ran with freeze, then thaw.
+	s.waitSerial(t, pod, "NODEVIRT-FSFREEZE freeze", 10*time.Second)
+	s.waitSerial(t, pod, "NODEVIRT-FSFREEZE thaw", 10*time.Second)
+	if n := strings.Count(readFile(s.serialLog(t, pod)), "NODEVIRT-FSFREEZE"); n != 2 {
+		t.Errorf("the guest's console shows %d fsfreeze hook runs, want 2 (freeze, thaw)", n)
+	}
+
+	// The node agent SIGKILLed while the guest is frozen: the next agent
+	// thaws it by the deadline the freeze asked for.
+	s.frozenThroughAgentKill(t, vmi, pod, 15*time.Second)
 	if v := s.waitVMI(t, vm, 10*time.Second, "still Running", phaseIs(v1.Running)); v.UID != vmi.UID {
 		t.Errorf("the VMI was replaced during the snapshot")
 	}
@@ -159,15 +165,47 @@ func withScratchDisk(m string) string {
 }
 
 // freezeWatch (guest script, one line) puts an ext4 file system on the
-// 16 MiB scratch disk (withScratchDisk), which qemu-ga can freeze (the
-// initramfs root cannot be), and writes to it every 20 ms; a write that
-// took over 200 ms by /proc/uptime (10 ms steps: the guest was frozen) is
-// reported on the console as NODEVIRT-WRITE-STALLED <ms>.
+// 16 MiB scratch disk (withScratchDisk): something qemu-ga freezes (the
+// initramfs root cannot be), so that its fsfreeze hook runs.
 const freezeWatch = `for _ in $(seq 1 100); do grep -q ext4 /proc/filesystems && break; sleep 0.1; done; ` +
 	`sd=; for b in /sys/block/vd*; do [ "$(cat $b/size)" = 32768 ] && sd=/dev/${b##*/}; done; ` +
-	`mke2fs -q "$sd" && mkdir -p /mnt/scratch && mount -t ext4 "$sd" /mnt/scratch && echo NODEVIRT-FS-WATCHED; ` +
-	`( while :; do a=$(cut -d' ' -f1 /proc/uptime | tr -d .); echo "$a" >/mnt/scratch/tick; b=$(cut -d' ' -f1 /proc/uptime | tr -d .); ` +
-	`[ $((b-a)) -gt 20 ] && echo "NODEVIRT-WRITE-STALLED $(((b-a)*10)) ms" >/dev/console; usleep 20000; done ) >/dev/null 2>&1 &`
+	`mke2fs -q "$sd" && mkdir -p /mnt/scratch && mount -t ext4 "$sd" /mnt/scratch && echo NODEVIRT-FS-WATCHED`
+
+// frozenThroughAgentKill freezes vmi's guest through the subresource API
+// (as `virtctl freeze --unfreeze-timeout`), SIGKILLs the node agent's host
+// process while it is frozen, and checks that the guest is thawed (its
+// fsfreeze hook's thaw on the console) by the deadline, give or take the
+// new agent's start.
+func (s *suite) frozenThroughAgentKill(t *testing.T, vmi *v1.VirtualMachineInstance, pod corev1.Pod, timeout time.Duration) {
+	t.Helper()
+	before := strings.Count(readFile(s.serialLog(t, pod)), "NODEVIRT-FSFREEZE thaw")
+	path := fmt.Sprintf("/apis/subresources.kubevirt.io/v1/namespaces/%s/virtualmachineinstances/%s/freeze", namespace, vmi.Name)
+	body := fmt.Sprintf(`{"unfreezeTimeout":%q}`, timeout.String())
+	asked := time.Now()
+	if err := s.kube.CoreV1().RESTClient().Put().AbsPath(path).Body([]byte(body)).SetHeader("Content-Type", "application/json").Do(t.Context()).Error(); err != nil {
+		t.Fatalf("freeze %s: %v", vmi.Name, err)
+	}
+	old := s.agentPod(t, vmi.Status.NodeName)
+	sigkillAgent(t, old)
+	killed := time.Since(asked)
+	s.kubectl(t, nil, "delete", "pod", "-n", "nodevirt", old.Name, "--grace-period=0", "--force", "--wait=false")
+	s.waitAgentReady(t, vmi.Status.NodeName, old.UID, 90*time.Second)
+	testenv.Eventually(t, timeout+60*time.Second, "the guest thawed after the agent's SIGKILL", func() error {
+		if n := strings.Count(readFile(s.serialLog(t, pod)), "NODEVIRT-FSFREEZE thaw"); n <= before {
+			return fmt.Errorf("no thaw on the console yet (%v after the freeze)", time.Since(asked).Round(time.Second))
+		}
+		return nil
+	})
+	thawed := time.Since(asked)
+	t.Logf("MEASURE frozen guest, agent SIGKILLed %v after the freeze (unfreezeTimeout %v): thawed %v after the freeze",
+		killed.Round(time.Millisecond), timeout, thawed.Round(100*time.Millisecond))
+	if thawed < timeout-time.Second {
+		t.Errorf("thawed %v after a freeze with unfreezeTimeout %v: before its deadline, and nobody unfroze it", thawed, timeout)
+	}
+	if thawed > timeout+30*time.Second {
+		t.Errorf("thawed %v after a freeze with unfreezeTimeout %v: long after its deadline", thawed, timeout)
+	}
+}
 
 // createRestore creates restore name of snapshot onto VM target; it is
 // deleted when the test ends.

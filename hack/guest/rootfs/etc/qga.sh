@@ -9,7 +9,7 @@ for _ in $(seq 1 50); do
 			dev=/dev/${p##*/}
 			mkdir -p /dev/virtio-ports
 			ln -sf "$dev" /dev/virtio-ports/org.qemu.guest_agent.0
-			exec /usr/sbin/qemu-ga -m virtio-serial -p "$dev" -t /run -f /run/qemu-ga.pid
+			exec /usr/sbin/qemu-ga -m virtio-serial -p "$dev" -t /run -f /run/qemu-ga.pid --fsfreeze-hook=/etc/qemu/fsfreeze-hook
 		fi
 	done
 	sleep 0.1
