@@ -155,18 +155,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 func (f *fixture) sync() *snapshotv1.VirtualMachineSnapshot {
 	f.t.Helper()
 	ctx := context.Background()
-	snaps, _ := f.client.SnapshotV1beta1().VirtualMachineSnapshots("ns").List(ctx, metav1.ListOptions{})
-	for i := range snaps.Items {
-		_ = f.stores["snap"].Update(&snaps.Items[i])
-	}
-	contents, _ := f.client.SnapshotV1beta1().VirtualMachineSnapshotContents("ns").List(ctx, metav1.ListOptions{})
-	for i := range contents.Items {
-		_ = f.stores["content"].Update(&contents.Items[i])
-	}
-	vms, _ := f.client.KubevirtV1().VirtualMachines("ns").List(ctx, metav1.ListOptions{})
-	for i := range vms.Items {
-		_ = f.stores["vm"].Update(&vms.Items[i])
-	}
+	f.refresh()
 	if err := f.ctl.Sync(ctx, "ns/snap"); err != nil {
 		f.t.Fatalf("Sync: %v", err)
 	}

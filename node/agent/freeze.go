@@ -104,22 +104,32 @@ func freezerOf(d *domain) freezer {
 	return f
 }
 
+// guestFreezer returns uid's live domain and its guest agent, or why it
+// cannot freeze or thaw (not running, no guest agent connected).
+func (a *Agent) guestFreezer(ctx context.Context, uid string) (*domain, freezer, error) {
+	d, err := a.liveDomain(ctx, uid)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d.qmpConn() == nil {
+		return nil, nil, fmt.Errorf("domain %s: %w", uid, api.ErrNotRunning)
+	}
+	ga := freezerOf(d)
+	if ga == nil {
+		return nil, nil, fmt.Errorf("domain %s: %w", uid, api.ErrNoGuestAgent)
+	}
+	return d, ga, nil
+}
+
 // Freeze persists a thaw deadline timeout from now, then freezes the
 // guest's filesystems. A frozen guest only gets the new deadline.
 func (a *Agent) Freeze(ctx context.Context, uid string, timeout time.Duration) error {
 	if timeout <= 0 {
 		return fmt.Errorf("domain %s: unfreeze timeout %v, want > 0", uid, timeout)
 	}
-	d, err := a.liveDomain(ctx, uid)
+	d, ga, err := a.guestFreezer(ctx, uid)
 	if err != nil {
 		return err
-	}
-	if d.qmpConn() == nil {
-		return fmt.Errorf("domain %s: %w", uid, api.ErrNotRunning)
-	}
-	ga := freezerOf(d)
-	if ga == nil {
-		return fmt.Errorf("domain %s: %w", uid, api.ErrNoGuestAgent)
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()
@@ -166,16 +176,9 @@ func (a *Agent) Freeze(ctx context.Context, uid string, timeout time.Duration) e
 // Unfreeze thaws the guest's filesystems, then clears the freeze intent.
 // If the thaw fails the intent stays, due now, for the reconcile to retry.
 func (a *Agent) Unfreeze(ctx context.Context, uid string) error {
-	d, err := a.liveDomain(ctx, uid)
+	d, ga, err := a.guestFreezer(ctx, uid)
 	if err != nil {
 		return err
-	}
-	if d.qmpConn() == nil {
-		return fmt.Errorf("domain %s: %w", uid, api.ErrNotRunning)
-	}
-	ga := freezerOf(d)
-	if ga == nil {
-		return fmt.Errorf("domain %s: %w", uid, api.ErrNoGuestAgent)
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()
