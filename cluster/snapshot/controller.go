@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -320,14 +321,14 @@ func (c *Controller) content(ctx context.Context, s *snapshotv1.VirtualMachineSn
 	st := s.Status
 	st.SourceUID = ptr.To(vm.UID)
 	st.VirtualMachineSnapshotContentName = ptr.To(ContentName(s))
-	st.SnapshotVolumes = &snapshotv1.SnapshotVolumesLists{IncludedVolumes: included, ExcludedVolumes: excludedNames(excluded)}
+	st.SnapshotVolumes = &snapshotv1.SnapshotVolumesLists{IncludedVolumes: included, ExcludedVolumes: slices.Sorted(maps.Keys(excluded))}
 	if vmi, err := c.d.VMIs.VirtualMachineInstances(s.Namespace).Get(vm.Name); err == nil && vmi.Status.Phase == v1.Running {
 		addIndication(st, snapshotv1.IndicationOnline)
-		if !agentConnected(vmi) {
+		if !vmi.ConditionTrue(v1.VirtualMachineInstanceAgentConnected) {
 			addIndication(st, snapshotv1.IndicationNoGuestAgent)
 		}
 	}
-	for _, n := range excludedNames(excluded) {
+	for _, n := range slices.Sorted(maps.Keys(excluded)) {
 		c.d.Recorder.Eventf(s, corev1.EventTypeNormal, "VolumeExcluded", "volume %s is not in the snapshot: %s", n, excluded[n])
 	}
 	content := Content(s, vm, claims, included)
@@ -397,14 +398,13 @@ func (c *Controller) fail(ctx context.Context, s *snapshotv1.VirtualMachineSnaps
 	st.Conditions = setCondition(st.Conditions, snapshotv1.ConditionFailure, corev1.ConditionTrue, "Operation failed", message, now)
 	c.d.Recorder.Eventf(s, corev1.EventTypeWarning, EventFailed, "VirtualMachineSnapshot %s failed: %s", s.Name, message)
 	if content != nil {
-		cs := content.DeepCopy()
-		if cs.Status == nil {
-			cs.Status = &snapshotv1.VirtualMachineSnapshotContentStatus{}
+		want := &snapshotv1.VirtualMachineSnapshotContentStatus{}
+		if content.Status != nil {
+			want = content.Status.DeepCopy()
 		}
-		cs.Status.ReadyToUse = ptr.To(false)
-		cs.Status.Error = st.Error
-		if _, err := c.d.API.VirtualMachineSnapshotContents(cs.Namespace).UpdateStatus(ctx, cs, metav1.UpdateOptions{FieldManager: v1.ManagerController}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("content %s/%s status: %w", cs.Namespace, cs.Name, err)
+		want.ReadyToUse, want.Error = ptr.To(false), st.Error
+		if err := c.setContentStatus(ctx, content, want); err != nil && !apierrors.IsNotFound(err) {
+			return err
 		}
 	}
 	return nil
@@ -418,6 +418,12 @@ func (c *Controller) writeContentStatus(ctx context.Context, content *snapshotv1
 	if content.Status != nil {
 		want.Error = content.Status.Error
 	}
+	return c.setContentStatus(ctx, content, want)
+}
+
+// setContentStatus writes want as content's status, unless it is that
+// already.
+func (c *Controller) setContentStatus(ctx context.Context, content *snapshotv1.VirtualMachineSnapshotContent, want *snapshotv1.VirtualMachineSnapshotContentStatus) error {
 	if content.Status != nil && equality.Semantic.DeepEqual(content.Status, want) {
 		return nil
 	}
@@ -459,16 +465,6 @@ func (c *Controller) finish(ctx context.Context, s *snapshotv1.VirtualMachineSna
 		return fmt.Errorf("snapshot %s/%s: remove finalizer: %w", s.Namespace, s.Name, err)
 	}
 	return nil
-}
-
-// agentConnected reports whether vmi's guest agent is connected.
-func agentConnected(vmi *v1.VirtualMachineInstance) bool {
-	for _, c := range vmi.Status.Conditions {
-		if c.Type == v1.VirtualMachineInstanceAgentConnected {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // SnapshotKeyOfContent is the key of the snapshot a content (an informer

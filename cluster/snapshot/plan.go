@@ -2,7 +2,7 @@ package snapshot
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -197,16 +197,6 @@ func CutOf(c *snapshotv1.VirtualMachineSnapshotContent, observed map[string]*sna
 	return cut, statuses
 }
 
-// excludedNames returns the names of excluded, sorted.
-func excludedNames(excluded map[string]string) []string {
-	out := make([]string, 0, len(excluded))
-	for n := range excluded {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // setCondition sets condition t on conds, keeping its transition time
 // when the status does not change.
 func setCondition(conds []snapshotv1.Condition, t snapshotv1.ConditionType, status corev1.ConditionStatus, reason, message string, now metav1.Time) []snapshotv1.Condition {
@@ -224,12 +214,7 @@ func setCondition(conds []snapshotv1.Condition, t snapshotv1.ConditionType, stat
 
 // hasIndication reports whether st records indication i.
 func hasIndication(st *snapshotv1.VirtualMachineSnapshotStatus, i snapshotv1.Indication) bool {
-	for _, x := range st.Indications {
-		if x == i {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(st.Indications, i)
 }
 
 // addIndication records indication i on st once.

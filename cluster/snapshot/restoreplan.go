@@ -3,6 +3,7 @@ package snapshot
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -57,8 +58,8 @@ func RestoredClaim(r *snapshotv1.VirtualMachineRestore, b snapshotv1.VolumeBacku
 			spec.Resources.Requests[corev1.ResourceStorage] = vs.Status.RestoreSize.DeepCopy()
 		}
 	}
-	labels := copyMap(b.PersistentVolumeClaim.Labels)
-	annotations := copyMap(b.PersistentVolumeClaim.Annotations)
+	labels := maps.Clone(b.PersistentVolumeClaim.Labels)
+	annotations := maps.Clone(b.PersistentVolumeClaim.Annotations)
 	for _, o := range r.Spec.VolumeRestoreOverrides {
 		if o.VolumeName != b.VolumeName {
 			continue
@@ -88,7 +89,7 @@ func RestoredSpec(r *snapshotv1.VirtualMachineRestore, content *snapshotv1.Virtu
 	}
 	vm := &v1.VirtualMachine{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1.SchemeGroupVersion.String(), Kind: "VirtualMachine"},
-		ObjectMeta: metav1.ObjectMeta{Name: r.Spec.Target.Name, Namespace: r.Namespace, Labels: copyMap(src.Labels), Annotations: copyMap(src.Annotations)},
+		ObjectMeta: metav1.ObjectMeta{Name: r.Spec.Target.Name, Namespace: r.Namespace, Labels: maps.Clone(src.Labels), Annotations: maps.Clone(src.Annotations)},
 		Spec:       *src.Spec.DeepCopy(),
 	}
 	if target != nil {
@@ -138,17 +139,6 @@ func RestoredSpec(r *snapshotv1.VirtualMachineRestore, content *snapshotv1.Virtu
 		return nil, fmt.Errorf("spec.patches: the patched VM: %w", err)
 	}
 	return out, nil
-}
-
-func copyMap(in map[string]string) map[string]string {
-	if in == nil {
-		return nil
-	}
-	out := make(map[string]string, len(in))
-	for k, v := range in {
-		out[k] = v
-	}
-	return out
 }
 
 func setKey(m map[string]string, k, v string) map[string]string {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
@@ -150,16 +149,6 @@ func decodeFreeze(r *http.Request) (bool, error) {
 
 func isRunning(vmi *v1.VirtualMachineInstance) bool { return vmi.Status.Phase == v1.Running }
 
-// hasCondition reports whether vmi has condition t with status True.
-func hasCondition(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceConditionType) bool {
-	for _, c := range vmi.Status.Conditions {
-		if c.Type == t && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
-
 func runningOr(msg string) func(*v1.VirtualMachineInstance) error {
 	return func(vmi *v1.VirtualMachineInstance) error {
 		if !isRunning(vmi) {
@@ -176,7 +165,7 @@ func validatePause(vmi *v1.VirtualMachineInstance) error {
 	case vmi.Spec.LivenessProbe != nil:
 		//lint:ignore ST1005 virt-api's message, verbatim
 		return apierrors.NewForbidden(grVMI, vmi.Name, errors.New(msgLivenessPause))
-	case hasCondition(vmi, v1.VirtualMachineInstancePaused):
+	case vmi.ConditionTrue(v1.VirtualMachineInstancePaused):
 		return conflictVMI(vmi.Name, msgVMIAlreadyPaused)
 	}
 	return nil
@@ -186,7 +175,7 @@ func validateUnpause(vmi *v1.VirtualMachineInstance) error {
 	switch {
 	case !isRunning(vmi):
 		return conflictVMI(vmi.Name, msgVMINotRunning)
-	case !hasCondition(vmi, v1.VirtualMachineInstancePaused):
+	case !vmi.ConditionTrue(v1.VirtualMachineInstancePaused):
 		return conflictVMI(vmi.Name, msgVMINotPaused)
 	}
 	return nil
@@ -199,7 +188,7 @@ func validateSoftReboot(vmi *v1.VirtualMachineInstance) error {
 	switch {
 	case !isRunning(vmi):
 		return conflictVMI(vmi.Name, msgVMNotRunning)
-	case hasCondition(vmi, v1.VirtualMachineInstancePaused):
+	case vmi.ConditionTrue(v1.VirtualMachineInstancePaused):
 		return conflictVMI(vmi.Name, msgVMIPaused)
 	}
 	return nil
@@ -216,7 +205,7 @@ func validateGuestAgent(vmi *v1.VirtualMachineInstance) error {
 	switch {
 	case !isRunning(vmi):
 		return conflictVMI(vmi.Name, msgVMINotRunning)
-	case !hasCondition(vmi, v1.VirtualMachineInstanceAgentConnected):
+	case !vmi.ConditionTrue(v1.VirtualMachineInstanceAgentConnected):
 		return conflictVMI(vmi.Name, msgNoGuestAgent)
 	}
 	return nil
@@ -248,7 +237,7 @@ func validateVNC(vmi *v1.VirtualMachineInstance) error {
 // the tunnel goes through the node agent, one that is not running.
 func validatePortForward(vmi *v1.VirtualMachineInstance) error {
 	switch {
-	case hasCondition(vmi, v1.VirtualMachineInstancePaused):
+	case vmi.ConditionTrue(v1.VirtualMachineInstancePaused):
 		return conflictVMI(vmi.Name, msgVMIPaused)
 	case !isRunning(vmi):
 		return apierrors.NewBadRequest(msgVMINotRunning)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -232,19 +233,10 @@ func (e *env) vmSnapshot(ctx context.Context, name string) (time.Duration, error
 		}
 		return last != nil && last.Phase == snapshotv1.Succeeded && ptr.Deref(last.ReadyToUse, false), nil
 	})
-	if err == nil && !hasGuestAgent(last) {
+	if err == nil && !slices.Contains(last.Indications, snapshotv1.IndicationGuestAgent) {
 		err = fmt.Errorf("VM snapshot %s: indications %v, want GuestAgent (a frozen guest)", name, last.Indications)
 	}
 	return time.Since(start), err
-}
-
-func hasGuestAgent(st *snapshotv1.VirtualMachineSnapshotStatus) bool {
-	for _, i := range st.Indications {
-		if i == snapshotv1.IndicationGuestAgent {
-			return true
-		}
-	}
-	return false
 }
 
 // freezeWindow is the last FreezeRequested → Thawed of the VM's timeline

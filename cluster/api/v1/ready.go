@@ -4,8 +4,13 @@ import corev1 "k8s.io/api/core/v1"
 
 // IsReady reports whether the VMI's Ready condition is True.
 func (vmi *VirtualMachineInstance) IsReady() bool {
+	return vmi.ConditionTrue(VirtualMachineInstanceReady)
+}
+
+// ConditionTrue reports whether the VMI's condition t is True.
+func (vmi *VirtualMachineInstance) ConditionTrue(t VirtualMachineInstanceConditionType) bool {
 	for _, c := range vmi.Status.Conditions {
-		if c.Type == VirtualMachineInstanceReady {
+		if c.Type == t {
 			return c.Status == corev1.ConditionTrue
 		}
 	}
