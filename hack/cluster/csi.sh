@@ -18,6 +18,13 @@ TIMEOUT=${TIMEOUT:-120}
 crds=$(cat "$NODEVIRT_OUT/csi/crd-dir" 2>/dev/null) || die "no CSI build (make cluster-binaries images)"
 manifests=$REPO_ROOT/hack/cluster/csi
 
+# The driver's sockets live in each node's kubelet directory; a unix socket's
+# address holds at most 107 bytes (the registration socket's name is short).
+for ((i = 0; i < NODES; i++)); do
+	sock=$CLUSTER_DIR/nodes/$(node_name "$i")/kubelet/plugins/hostpath.csi.nodevirt.local/csi.sock
+	((${#sock} <= 107)) || die "CSI socket $sock is ${#sock} bytes, over the 107 a unix socket holds: use a shorter CLUSTER_DIR"
+done
+
 log "installing the CSI storage (driver hostpath.csi.nodevirt.local, class nodevirt-csi)"
 for f in "$crds"/snapshot.storage.k8s.io_*.yaml; do
 	kubectl apply --server-side --field-manager=cluster-csi -f "$f" >/dev/null

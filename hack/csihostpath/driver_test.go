@@ -275,6 +275,22 @@ func TestDriver_Integration(t *testing.T) {
 	})
 }
 
+// A socket path the kernel would refuse with a bare EINVAL is refused with
+// its length; the longest that fits is served.
+func TestListen_SocketPathLength(t *testing.T) {
+	dir := t.TempDir()
+	fits := filepath.Join(dir, strings.Repeat("s", maxSocketPath-len(dir)-1))
+	l, err := listen(fits)
+	if err != nil {
+		t.Fatalf("listen at %d bytes: %v", len(fits), err)
+	}
+	l.Close()
+	_, err = listen(fits + "x")
+	if err == nil || !strings.Contains(err.Error(), "108 bytes") {
+		t.Errorf("listen at 108 bytes: %v, want an error naming the length", err)
+	}
+}
+
 func TestUnescapeMountinfo(t *testing.T) {
 	for in, want := range map[string]string{`/a\040b`: "/a b", `/plain`: "/plain", `/x\134y`: `/x\y`, `/bad\09`: `/bad\09`} {
 		if got := unescapeMountinfo(in); got != want {

@@ -124,7 +124,7 @@ func serve(c config, log *slog.Logger) (servers, error) {
 	}
 	r := grpc.NewServer()
 	registerapi.RegisterRegistrationServer(r, &registration{name: c.name, endpoint: c.kubeletEndpoint, log: log})
-	rl, err := listen(filepath.Join(c.registrationDir, c.name+"-reg.sock"))
+	rl, err := listen(filepath.Join(c.registrationDir, registrationSocket))
 	if err != nil {
 		out.stop()
 		return servers{}, err
@@ -134,8 +134,21 @@ func serve(c config, log *slog.Logger) (servers, error) {
 	return out, nil
 }
 
+// registrationSocket is the registration socket's name in the kubelet's
+// plugins_registry directory. The kubelet takes any socket there, so the
+// name is short: the directory of a local cluster's node is already deep,
+// and a unix socket's address holds at most maxSocketPath bytes.
+const registrationSocket = "csihostpath.sock"
+
+// maxSocketPath is the longest path a unix socket address holds: sun_path
+// is 108 bytes, NUL included.
+const maxSocketPath = 107
+
 // listen listens on a unix socket at path, replacing a stale one.
 func listen(path string) (net.Listener, error) {
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("unix socket %s: %d bytes, over the %d a socket address holds (use a shorter cluster directory)", path, len(path), maxSocketPath)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
