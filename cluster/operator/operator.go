@@ -42,17 +42,25 @@ type Enqueuer interface {
 	EnqueueAfter(key string, d time.Duration)
 }
 
+// WorkloadLister lists a kind of the cluster's workloads by their metadata
+// (a metadata-only informer's lister: the operator never decodes a VMI).
+type WorkloadLister interface {
+	List(selector labels.Selector) ([]*metav1.PartialObjectMetadata, error)
+}
+
 // Deps are the operator's informer caches and clients.
 type Deps struct {
 	KubeVirts   kvlisters.KubeVirtLister
 	Deployments appslisters.DeploymentLister
 	DaemonSets  appslisters.DaemonSetLister
-	VMs         kvlisters.VirtualMachineLister
-	VMIs        kvlisters.VirtualMachineInstanceLister
-	Client      versioned.Interface
-	Core        CoreClient // the TLS material (certificates.go)
-	Dynamic     dynamic.Interface
-	Mapper      Mapper
+	// VMs and VMIs are the cluster's workloads, metadata only: a deletion
+	// counts them and deletes them by name.
+	VMs     WorkloadLister
+	VMIs    WorkloadLister
+	Client  versioned.Interface
+	Core    CoreClient // the TLS material (certificates.go)
+	Dynamic dynamic.Interface
+	Mapper  Mapper
 	// Manifests are the components' manifests by component name.
 	Manifests map[string][]byte
 	// Own are the operator's own registry and version: the defaults.
