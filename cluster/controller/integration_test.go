@@ -58,6 +58,7 @@ func TestIntegration(t *testing.T) {
 	t.Run("NodeUnresponsive", func(t *testing.T) { testNodeUnresponsive(t, c) })
 	t.Run("HeartbeatStaleOnArrival", func(t *testing.T) { testHeartbeatStaleOnArrival(t, c) })
 	t.Run("Metrics", func(t *testing.T) { testMetrics(t, addr) })
+	t.Run("WritesPerStateChange", func(t *testing.T) { testWritesPerStateChange(t, c, addr) })
 	t.Run("NodeAPISigner", func(t *testing.T) { testSigner(t, c) })
 	t.Run("LeaderFailover", func(t *testing.T) { testFailover(t, c, leader) })
 	t.Run("BadConfigGivesUpLease", func(t *testing.T) { testBadConfig(t, c) })

@@ -30,7 +30,7 @@
 // with the loop's name: nodevirt_controller_queue_depth,
 // nodevirt_controller_queue_adds_total, nodevirt_controller_queue_retries_total
 // and the nodevirt_controller_sync_duration_seconds histogram (label
-// result=success|error). A loop built with nil Metrics exports none;
+// result=success|conflict|error). A loop built with nil Metrics exports none;
 // [WithObserver] hands each sync's duration and result to metrics of the
 // caller's own (the agent's nodevirt_agent_reconcile_duration_seconds).
 //

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,7 +49,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 
 func (m *Metrics) observeSync(name string, d time.Duration, err error) {
 	result := "success"
-	if err != nil {
+	switch {
+	case apierrors.IsConflict(err):
+		result = "conflict" // a write from a stale view: the sync's wasted request
+	case err != nil:
 		result = "error"
 	}
 	m.sync.WithLabelValues(name, result).Observe(d.Seconds())

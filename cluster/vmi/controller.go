@@ -61,8 +61,9 @@ type Deps struct {
 
 // Controller syncs VirtualMachineInstances up to Scheduled and their pods.
 type Controller struct {
-	d      Deps
-	expect *expectations
+	d          Deps
+	expect     *expectations
+	superseded *superseded
 }
 
 // New returns a VMI controller.
@@ -70,7 +71,7 @@ func New(d Deps) *Controller {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &Controller{d: d, expect: newExpectations()}
+	return &Controller{d: d, expect: newExpectations(), superseded: newSuperseded()}
 }
 
 // PodHandler returns pod informer handlers that enqueue the pod's VMI key
@@ -104,10 +105,14 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 	}
 	vmi, err := c.d.VMIs.VirtualMachineInstances(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.superseded.forget(key)
 		return c.deleteStale(ctx, pods, "")
 	}
 	if err != nil {
 		return fmt.Errorf("get vmi %s: %w", key, err)
+	}
+	if c.superseded.stale(key, vmi.ResourceVersion) {
+		return nil
 	}
 	if err := c.deleteStale(ctx, pods, vmi.UID); err != nil {
 		return err
@@ -213,6 +218,9 @@ func (c *Controller) apply(ctx context.Context, vmi *v1.VirtualMachineInstance, 
 	}
 	if err := c.applyStatus(ctx, cur, res.Status); err != nil {
 		return err
+	}
+	if cur != vmi {
+		c.superseded.wrote(vmi.Namespace+"/"+vmi.Name, cur.ResourceVersion)
 	}
 	if res.Status.Phase == v1.Failed && vmi.Status.Phase != v1.Failed {
 		c.d.Recorder.Eventf(vmi, corev1.EventTypeWarning, EventFailed, "VirtualMachineInstance failed: %s", res.Status.Reason)

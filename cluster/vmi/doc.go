@@ -35,8 +35,10 @@
 //
 // # Deletion
 //
-// The finalizer kubevirt.io/foregroundDeleteVirtualMachine is added at first
-// sight (the VM controller already sets it on VMIs it creates). On deletion
+// The finalizer kubevirt.io/foregroundDeleteVirtualMachine is added with the
+// node label, in one write, when the launcher pod runs (the VM controller
+// already sets it on VMIs it creates); a VMI deleted before that has no
+// agent to wait for, and its pod is deleted as a stale one. On deletion
 // the agent shuts the guest down and removes the finalizer; the VMI then
 // disappears and the controller deletes its pod (any launcher pod whose
 // kubevirt.io/created-by is not the current VMI's UID is deleted). If the
@@ -44,7 +46,10 @@
 // act, so the controller deletes the pod and removes the finalizer itself.
 //
 // A pod create is remembered (expectations) until the pod informer shows
-// it, so a lagging cache never yields a second pod.
+// it, so a lagging cache never yields a second pod. A VMI version this
+// controller itself superseded (the metadata write before the Scheduled
+// status) is not synced again: the write after it is on its way, and a
+// sync of the older version would only earn a Conflict (superseded.go).
 //
 // # Memory overhead
 //

@@ -63,8 +63,12 @@ func Plan(o Observed) Result {
 	if vmi.DeletionTimestamp != nil {
 		return planDeletion(o, r)
 	}
-	r.AddFinalizer = !hasFinalizer(vmi)
+	// The finalizer goes on with the node label, in one write, when the
+	// pod runs: before that no agent holds anything to clean up, and a
+	// deleted VMI's pod is deleted by this controller (deleteStale). The
+	// VM controller creates its VMIs with it.
 	if vmi.Status.Phase.OwnedByAgent() {
+		r.AddFinalizer = !hasFinalizer(vmi)
 		return r
 	}
 	pod := o.Pod
@@ -90,6 +94,7 @@ func Plan(o Observed) Result {
 		fail(&r.Status, ReasonPodFailed, o.Now)
 	case pod.Status.Phase == corev1.PodRunning && pod.Spec.NodeName != "":
 		setPhase(&r.Status, v1.Scheduled, o.Now)
+		r.AddFinalizer = !hasFinalizer(vmi)
 		r.Status.NodeName = pod.Spec.NodeName
 		r.Status.ActivePods = map[string]string{string(pod.UID): pod.Spec.NodeName}
 		dropCondition(&r.Status, PodScheduledCondition)

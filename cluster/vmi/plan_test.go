@@ -129,7 +129,11 @@ func TestPlan_Finalizer(t *testing.T) {
 		pod                    *corev1.Pod
 		add, remove, deletePod bool
 	}{
-		{"added at first sight", vmiIn("", noFinalizer), nil, true, false, false},
+		{"not at first sight", vmiIn("", noFinalizer), nil, false, false, false},
+		{"not while scheduling", vmiIn(v1.Scheduling, noFinalizer), podIn(corev1.PodPending, ""), false, false, false},
+		{"with the node label when the pod runs", vmiIn(v1.Scheduling, noFinalizer), podIn(corev1.PodRunning, "n1"), true, false, false},
+		{"on a running VMI without one", vmiIn(v1.Running, noFinalizer), podIn(corev1.PodRunning, "n1"), true, false, false},
+		{"deleted while scheduling without one: pod deleted", vmiIn(v1.Scheduling, del, noFinalizer), podIn(corev1.PodPending, ""), false, false, true},
 		{"deleted before any agent: controller releases", vmiIn(v1.Scheduling, del), podIn(corev1.PodPending, ""), false, true, true},
 		{"deleted running: agent's turn", vmiIn(v1.Running, del), podIn(corev1.PodRunning, "n1"), false, false, false},
 		{"deleted failed after scheduled: agent's turn", vmiIn(v1.Failed, del, wasScheduled), podIn(corev1.PodFailed, "n1"), false, false, false},
