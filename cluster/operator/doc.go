@@ -25,8 +25,10 @@
 // node; its restart never disturbs a VM).
 //
 // Sync: observe (the rendered Deployments' and DaemonSets' state from
-// informer caches; while deleting, the cluster's VMs and VMIs and the
-// objects still present) → [Plan] (pure, table-tested) → act.
+// informer caches; while deleting, the cluster's VMs and VMIs, from
+// metadata-only caches that wake the operator on a creation or deletion,
+// never on a VMI's status write, and the objects still present) → [Plan]
+// (pure, table-tested) → act.
 //
 // Status (the operator writes all of it, field manager nodevirt-operator):
 // phase Deploying until every workload runs the target version and is
