@@ -70,22 +70,28 @@ func operate(ctx context.Context, c config, rc *rest.Config, manifests map[strin
 	loop.SetSyncer(reconcile.SyncFunc(op.Sync))
 	// Every KubeVirt of the namespace follows its workloads and, while
 	// deleting, the cluster's VMs and VMIs: their count, which only a
-	// creation or a deletion changes.
-	enqueueAll := func(any) {
-		list, err := kvs.Lister().KubeVirts(c.namespace).List(labels.Everything())
-		if err != nil {
-			return
-		}
-		for _, k := range list {
-			loop.Enqueue(k)
+	// creation or a deletion changes, and which only a KubeVirt being
+	// deleted waits for (a VMI burst must not cost the operator a sync each).
+	enqueue := func(deletingOnly bool) func(any) {
+		return func(any) {
+			list, err := kvs.Lister().KubeVirts(c.namespace).List(labels.Everything())
+			if err != nil {
+				return
+			}
+			for _, k := range list {
+				if !deletingOnly || k.DeletionTimestamp != nil {
+					loop.Enqueue(k)
+				}
+			}
 		}
 	}
+	enqueueAll, enqueueDeleting := enqueue(false), enqueue(true)
 	for _, h := range []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
 	}{
 		{kvs.Informer(), loop.Handler()}, {deps.Informer(), reconcile.HandlerFunc(enqueueAll)}, {dss.Informer(), reconcile.HandlerFunc(enqueueAll)},
-		{vms.Informer(), countChanges(enqueueAll)}, {vmis.Informer(), countChanges(enqueueAll)},
+		{vms.Informer(), countChanges(enqueueDeleting)}, {vmis.Informer(), countChanges(enqueueDeleting)},
 	} {
 		if _, err := h.inf.AddEventHandler(h.h); err != nil {
 			return fmt.Errorf("event handler: %w", err)
