@@ -8,8 +8,10 @@ func TestSuperseded(t *testing.T) {
 		t.Error("a version never recorded is stale")
 	}
 	s.wrote("ns/a", "5")
-	if !s.stale("ns/a", "5") || !s.stale("ns/a", "5") {
-		t.Error("the replaced version is not stale until the cache moves on")
+	for range 2 {
+		if !s.stale("ns/a", "5") {
+			t.Error("the replaced version is not stale until the cache moves on")
+		}
 	}
 	if s.stale("ns/b", "5") {
 		t.Error("another VMI's version is stale")
