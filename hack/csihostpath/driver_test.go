@@ -101,7 +101,7 @@ func TestDriver_Integration(t *testing.T) {
 	if err != nil || info.Name != "hostpath.csi.test" {
 		t.Fatalf("GetPluginInfo: %v %v", info, err)
 	}
-	reg, err := grpc.NewClient("unix://"+filepath.Join(dir, "plugins_registry", "hostpath.csi.test-reg.sock"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	reg, err := grpc.NewClient("unix://"+filepath.Join(dir, "plugins_registry", registrationSocket), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
