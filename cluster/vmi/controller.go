@@ -209,18 +209,23 @@ func (c *Controller) apply(ctx context.Context, vmi *v1.VirtualMachineInstance, 
 			return err
 		}
 	}
+	key := vmi.Namespace + "/" + vmi.Name
 	cur, err := c.updateMeta(ctx, vmi, res)
-	if err != nil || res.RemoveFinalizer {
+	if err != nil {
 		return err
 	}
-	if equality.Semantic.DeepEqual(cur.Status, res.Status) {
+	if cur.ResourceVersion != vmi.ResourceVersion {
+		c.superseded.wrote(key, vmi.ResourceVersion)
+	}
+	if res.RemoveFinalizer || equality.Semantic.DeepEqual(cur.Status, res.Status) {
 		return nil
 	}
-	if err := c.applyStatus(ctx, cur, res.Status); err != nil {
+	out, err := c.applyStatus(ctx, cur, res.Status)
+	if err != nil {
 		return err
 	}
-	if cur != vmi {
-		c.superseded.wrote(vmi.Namespace+"/"+vmi.Name, cur.ResourceVersion)
+	if out != nil && out.ResourceVersion != cur.ResourceVersion {
+		c.superseded.wrote(key, cur.ResourceVersion)
 	}
 	if res.Status.Phase == v1.Failed && vmi.Status.Phase != v1.Failed {
 		c.d.Recorder.Eventf(vmi, corev1.EventTypeWarning, EventFailed, "VirtualMachineInstance failed: %s", res.Status.Reason)
@@ -232,12 +237,12 @@ func (c *Controller) apply(ctx context.Context, vmi *v1.VirtualMachineInstance, 
 // by server-side apply, guarded by vmi's resourceVersion: a stale cache
 // gets a Conflict and the key is retried. Conditions and transition
 // timestamps of other writers are left alone.
-func (c *Controller) applyStatus(ctx context.Context, vmi *v1.VirtualMachineInstance, status v1.VirtualMachineInstanceStatus) error {
-	err := v1.ApplyStatus(ctx, c.d.Client.VirtualMachineInstances(vmi.Namespace), vmi, status, v1.ManagerController)
+func (c *Controller) applyStatus(ctx context.Context, vmi *v1.VirtualMachineInstance, status v1.VirtualMachineInstanceStatus) (*v1.VirtualMachineInstance, error) {
+	out, err := v1.ApplyStatusResult(ctx, c.d.Client.VirtualMachineInstances(vmi.Namespace), vmi, status, v1.ManagerController)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return nil, nil
 	}
-	return err
+	return out, err
 }
 
 func (c *Controller) createPod(ctx context.Context, vmi *v1.VirtualMachineInstance, pod *corev1.Pod) error {

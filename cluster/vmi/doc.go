@@ -47,9 +47,10 @@
 //
 // A pod create is remembered (expectations) until the pod informer shows
 // it, so a lagging cache never yields a second pod. A VMI version this
-// controller itself superseded (the metadata write before the Scheduled
-// status) is not synced again: the write after it is on its way, and a
-// sync of the older version would only earn a Conflict (superseded.go).
+// controller itself wrote over (the one a sync planned from, the metadata
+// write before the Scheduled status) is not synced again: the write after
+// it is on its way, and a sync of the older version would only earn a
+// Conflict (superseded.go).
 //
 // # Memory overhead
 //

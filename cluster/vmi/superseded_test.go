@@ -20,6 +20,11 @@ func TestSuperseded(t *testing.T) {
 		t.Error("the entry outlived a newer version in the cache")
 	}
 	s.wrote("ns/a", "7")
+	s.wrote("ns/a", "8")
+	if !s.stale("ns/a", "7") || !s.stale("ns/a", "8") || s.stale("ns/a", "9") || s.stale("ns/a", "8") {
+		t.Error("both versions one sync wrote over are stale until a newer one shows")
+	}
+	s.wrote("ns/a", "7")
 	s.forget("ns/a")
 	if s.stale("ns/a", "7") {
 		t.Error("a forgotten VMI's version is stale")

@@ -165,12 +165,21 @@ type StatusPatcher interface {
 // subresource by server-side apply, forced (the table, not the API server,
 // arbitrates between writers), with vmi's resourceVersion as precondition.
 func ApplyStatus(ctx context.Context, p StatusPatcher, vmi *VirtualMachineInstance, s VirtualMachineInstanceStatus, manager string) error {
+	_, err := ApplyStatusResult(ctx, p, vmi, s, manager)
+	return err
+}
+
+// ApplyStatusResult is ApplyStatus that also returns the VMI as the API
+// server has it after the apply (an apply that changed nothing keeps the
+// resourceVersion).
+func ApplyStatusResult(ctx context.Context, p StatusPatcher, vmi *VirtualMachineInstance, s VirtualMachineInstanceStatus, manager string) (*VirtualMachineInstance, error) {
 	body, err := StatusApply(vmi, s, manager)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := p.Patch(ctx, vmi.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: manager, Force: ptr.To(true)}, "status"); err != nil {
-		return fmt.Errorf("apply status of vmi %s/%s as %s: %w", vmi.Namespace, vmi.Name, manager, err)
+	out, err := p.Patch(ctx, vmi.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: manager, Force: ptr.To(true)}, "status")
+	if err != nil {
+		return nil, fmt.Errorf("apply status of vmi %s/%s as %s: %w", vmi.Namespace, vmi.Name, manager, err)
 	}
-	return nil
+	return out, nil
 }
