@@ -125,7 +125,7 @@ func (c *Controller) Sync(ctx context.Context, key string) error {
 		pod, o.Volumes, o.RenderErr = c.render(vmi)
 	}
 	res := Plan(o)
-	if err := c.apply(ctx, vmi, o, pod, res); err != nil {
+	if err := c.apply(ctx, key, vmi, o, pod, res); err != nil {
 		return err
 	}
 	if errors.Is(o.RenderErr, ErrPVCNotFound) && c.d.Queue != nil {
@@ -198,7 +198,7 @@ func (c *Controller) render(vmi *v1.VirtualMachineInstance) (*corev1.Pod, []v1.V
 	return pod, volumes, AnnotatePVCCapacities(pod, caps)
 }
 
-func (c *Controller) apply(ctx context.Context, vmi *v1.VirtualMachineInstance, o Observed, pod *corev1.Pod, res Result) error {
+func (c *Controller) apply(ctx context.Context, key string, vmi *v1.VirtualMachineInstance, o Observed, pod *corev1.Pod, res Result) error {
 	if res.CreatePod {
 		if err := c.createPod(ctx, vmi, pod); err != nil {
 			return err
@@ -209,7 +209,6 @@ func (c *Controller) apply(ctx context.Context, vmi *v1.VirtualMachineInstance, 
 			return err
 		}
 	}
-	key := vmi.Namespace + "/" + vmi.Name
 	cur, err := c.updateMeta(ctx, vmi, res)
 	if err != nil {
 		return err

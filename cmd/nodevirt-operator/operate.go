@@ -48,7 +48,7 @@ func operate(ctx context.Context, c config, rc *rest.Config, manifests map[strin
 	own := kvinformers.NewSharedInformerFactoryWithOptions(kv, 0, kvinformers.WithNamespace(c.namespace), kvinformers.WithTransform(strip))
 	// The cluster's VMs and VMIs by metadata only: the operator counts and
 	// deletes them, and a VMI's status writes are none of its business.
-	cluster := metadatainformer.NewFilteredSharedInformerFactory(meta, 0, "", nil)
+	cluster := metadatainformer.NewSharedInformerFactory(meta, 0)
 	apps := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(c.namespace), informers.WithTransform(strip))
 	kvs := own.Kubevirt().V1().KubeVirts()
 	deps, dss := apps.Apps().V1().Deployments(), apps.Apps().V1().DaemonSets()
