@@ -10,15 +10,24 @@ import (
 
 // runBurst first creates n bare pods interval apart (the floor: what the
 // kubelet does for any pod, same node and CPU request), deletes them, then
-// creates n paused VMIs interval apart and measures creation → Scheduled
+// creates n paused VMIs interval apart; each burst starts on a quiet node
+// (waitQuiet) and measures creation → Scheduled
 // (the controller placed the pod) and → Running per VMI, the time from the
 // first creation until all are Running, and the VMIs' P50 and P95 over
 // the bare pods'. The VMIs stay.
 func runBurst(ctx context.Context, e *env, r *Report, n int, interval time.Duration) error {
 	const sc = "burst"
+	settleBare, err := waitQuiet(ctx)
+	if err != nil {
+		return fmt.Errorf("before the bare pods: %w", err)
+	}
 	floor, err := barePodBurst(ctx, e, fmt.Sprintf("bare%d", n), n, interval)
 	if err != nil {
 		return fmt.Errorf("bare pods: %w", err)
+	}
+	settleVMIs, err := waitQuiet(ctx)
+	if err != nil {
+		return fmt.Errorf("before the VMIs: %w", err)
 	}
 	first := time.Now()
 	created, err := createPaused(ctx, e, "burst", 0, n, interval)
@@ -67,7 +76,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval time.Durat
 	if err := agentTimeline(ctx, e, r, fmt.Sprintf("%d VMIs", n), sortedNames(created)); err != nil {
 		return err
 	}
-	r.note(sc, "%d VMIs created %v apart on one node, all Running %v after the first creation; before them, in the same run, %d bare pods (one container of the pause image, the same node and CPU request) created %v apart and deleted again.", n, interval, all.Round(100*time.Millisecond), n, interval)
+	r.note(sc, "%d VMIs created %v apart on one node, all Running %v after the first creation; before them, in the same run, %d bare pods (one container of the pause image, the same node and CPU request) created %v apart and deleted again. Each burst started once the node's CPUs had been under %.0f%% busy for %v (waited %v before the bare pods, %v before the VMIs: the bare pods' teardown goes on after their API objects are gone).", n, interval, all.Round(100*time.Millisecond), n, interval, quietBusy*100, quietWindow*quietSamples, settleBare.Round(100*time.Millisecond), settleVMIs.Round(100*time.Millisecond))
 	return nil
 }
 

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Quiet node: a burst measured while the node still tears down the pods
+// of the step before it (the kubelet kills containers and calls CNI DEL
+// for a while after the API objects are gone) pays for that work too. The
+// bare pods' burst and the VMIs' burst each start on a quiet node, so
+// the ratio compares like with like.
+const (
+	// quietBusy is the busy share of all CPUs under which the node counts
+	// as quiet (the idle cluster with its agent, controllers and API
+	// server uses a few percent).
+	quietBusy = 0.15
+	// quietWindow is how long one sample lasts; quietSamples in a row
+	// must be under quietBusy.
+	quietWindow  = 500 * time.Millisecond
+	quietSamples = 4
+	quietTimeout = 3 * time.Minute
+)
+
+// cpuTimes are the busy and total jiffies of all CPUs.
+type cpuTimes struct{ busy, total uint64 }
+
+// readCPUTimes reads the "cpu" line of /proc/stat.
+func readCPUTimes() (cpuTimes, error) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return cpuTimes{}, err
+	}
+	defer f.Close()
+	return parseCPUTimes(f)
+}
+
+// parseCPUTimes parses the aggregate "cpu" line of /proc/stat: idle and
+// iowait are idle time, everything else up to steal is busy (guest time
+// is already counted in user).
+func parseCPUTimes(r io.Reader) (cpuTimes, error) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 9 || f[0] != "cpu" {
+			continue
+		}
+		var t cpuTimes
+		for i, s := range f[1:9] {
+			v, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				return cpuTimes{}, fmt.Errorf("/proc/stat cpu field %d: %w", i+1, err)
+			}
+			t.total += v
+			if i != 3 && i != 4 { // idle, iowait
+				t.busy += v
+			}
+		}
+		return t, nil
+	}
+	if err := sc.Err(); err != nil {
+		return cpuTimes{}, err
+	}
+	return cpuTimes{}, fmt.Errorf("/proc/stat: no aggregate cpu line")
+}
+
+// busyShare is the busy share of all CPUs between a and b.
+func busyShare(a, b cpuTimes) float64 {
+	if b.total <= a.total {
+		return 0
+	}
+	return float64(b.busy-a.busy) / float64(b.total-a.total)
+}
+
+// waitQuiet returns once the node's CPUs have been under quietBusy for
+// quietSamples windows in a row, and how long that took.
+func waitQuiet(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, quietTimeout)
+	defer cancel()
+	prev, err := readCPUTimes()
+	if err != nil {
+		return 0, err
+	}
+	quiet, last := 0, 0.0
+	for quiet < quietSamples {
+		select {
+		case <-ctx.Done():
+			return time.Since(start), fmt.Errorf("waiting for a quiet node (under %.0f%% busy): %w (last window %.0f%%)", quietBusy*100, ctx.Err(), last*100)
+		case <-time.After(quietWindow):
+		}
+		cur, err := readCPUTimes()
+		if err != nil {
+			return 0, err
+		}
+		last, prev = busyShare(prev, cur), cur
+		if last < quietBusy {
+			quiet++
+		} else {
+			quiet = 0
+		}
+	}
+	return time.Since(start), nil
+}
