@@ -22,8 +22,11 @@
 //   - burst:      50, then 100 VMIs (startStrategy Paused) created 100 ms
 //     apart: creation → Running per VMI, and until all are Running; before
 //     each, as many bare pods the same way (the floor), and the VMIs' P50
-//     and P95 over the bare pods'. The 100 VMIs are the overhead scenario's
-//     100 and the restart scenario's.
+//     and P95 over the bare pods'. Each burst waits for a quiet node first
+//     (every CPU under 15 % busy for 2 s): the kubelet tears pods down for
+//     seconds after their API objects are gone, and that work must not land
+//     in the next burst. The 100 VMIs are the overhead scenario's 100 and
+//     the restart scenario's.
 //   - restart:    with those VMs running, SIGKILL the agent process: time
 //     until the new agent holds a QMP connection to every VM again, and the
 //     number of VMs disturbed (QEMU replaced, phase or pause state changed).
