@@ -15,7 +15,7 @@
 //   - single:     one VMI on an idle node: creation → Running, → the guest's
 //     ready marker on its serial console, → AgentConnected; before each VMI
 //     a bare pod (one pause container) is created and its creation →
-//     Running is the floor.
+//     Running is the floor; both start on a quiet node, as the bursts do.
 //   - pause:      pause/unpause cycles on that VMI: the node API's answer,
 //     and until Paused=True (or its removal) is visible through the API
 //     server.
