@@ -15,9 +15,9 @@ import (
 // (the controller placed the pod) and → Running per VMI, the time from the
 // first creation until all are Running, and the VMIs' P50 and P95 over
 // the bare pods'. The VMIs stay.
-func runBurst(ctx context.Context, e *env, r *Report, n int, interval time.Duration) error {
+func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait time.Duration) error {
 	const sc = "burst"
-	settleBare, err := waitQuiet(ctx)
+	settleBare, err := waitQuiet(ctx, quietWait)
 	if err != nil {
 		return fmt.Errorf("before the bare pods: %w", err)
 	}
@@ -25,7 +25,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval time.Durat
 	if err != nil {
 		return fmt.Errorf("bare pods: %w", err)
 	}
-	settleVMIs, err := waitQuiet(ctx)
+	settleVMIs, err := waitQuiet(ctx, quietWait)
 	if err != nil {
 		return fmt.Errorf("before the VMIs: %w", err)
 	}
@@ -76,7 +76,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval time.Durat
 	if err := agentTimeline(ctx, e, r, fmt.Sprintf("%d VMIs", n), sortedNames(created)); err != nil {
 		return err
 	}
-	r.note(sc, "%d VMIs created %v apart on one node, all Running %v after the first creation; before them, in the same run, %d bare pods (one container of the pause image, the same node and CPU request) created %v apart and deleted again. Each burst started once the node's CPUs had been under %.0f%% busy for %v (waited %v before the bare pods, %v before the VMIs: the bare pods' teardown goes on after their API objects are gone).", n, interval, all.Round(100*time.Millisecond), n, interval, quietBusy*100, quietWindow*quietSamples, settleBare.Round(100*time.Millisecond), settleVMIs.Round(100*time.Millisecond))
+	r.note(sc, "%d VMIs created %v apart on one node, all Running %v after the first creation; before them, in the same run, %d bare pods (one container of the pause image, the same node and CPU request) created %v apart and deleted again. Each burst waited for a quiet node, every CPU under %.0f%% busy for %v (before the bare pods: %v; before the VMIs: %v; the bare pods' teardown goes on after their API objects are gone).", n, interval, all.Round(100*time.Millisecond), n, interval, quietBusy*100, quietWindow*quietSamples, settleBare, settleVMIs)
 	return nil
 }
 

@@ -44,6 +44,9 @@ type Settings struct {
 	// SnapshotCycles is how many snapshots (and restores) of the snapshot
 	// scenario's VM are taken.
 	SnapshotCycles int `json:"snapshotCycles"`
+	// QuietWait is the longest the bursts and the single runs wait for a
+	// quiet node before they start (0: they start at once).
+	QuietWait time.Duration `json:"quietWait"`
 }
 
 func (s Settings) String() string {
@@ -51,8 +54,8 @@ func (s Settings) String() string {
 	for i, n := range s.OverheadAt {
 		at[i] = strconv.Itoa(n)
 	}
-	return fmt.Sprintf("scenarios %s; short scenarios repeated %d×; single runs %d; pause cycles %d; virtctl cycles %d; bursts of %d and %d VMIs (and as many bare pods) %v apart; overhead at %s/%d VMs; controller %d VMIs; %d snapshots and restores",
-		strings.Join(s.Scenarios, ","), s.Repeat, s.SingleRuns, s.PauseCycles, s.VirtctlCycles, s.BurstSmall, s.Burst, s.BurstInterval, strings.Join(at, "/"), s.Burst, s.ControllerVMIs, s.SnapshotCycles)
+	return fmt.Sprintf("scenarios %s; short scenarios repeated %d×; single runs %d; pause cycles %d; virtctl cycles %d; bursts of %d and %d VMIs (and as many bare pods) %v apart; overhead at %s/%d VMs; controller %d VMIs; %d snapshots and restores; waits for a quiet node up to %v",
+		strings.Join(s.Scenarios, ","), s.Repeat, s.SingleRuns, s.PauseCycles, s.VirtctlCycles, s.BurstSmall, s.Burst, s.BurstInterval, strings.Join(at, "/"), s.Burst, s.ControllerVMIs, s.SnapshotCycles, s.QuietWait)
 }
 
 // Validate checks the settings, naming the flag of a bad one.
@@ -83,6 +86,9 @@ func (s Settings) Validate() error {
 	}
 	if s.Repeat < 1 {
 		errs = append(errs, fmt.Errorf("-repeat %d: want at least 1", s.Repeat))
+	}
+	if s.QuietWait < 0 {
+		errs = append(errs, fmt.Errorf("-quiet-wait %v: must not be negative", s.QuietWait))
 	}
 	if s.BurstInterval < 0 {
 		errs = append(errs, fmt.Errorf("-burst-interval %v: must not be negative", s.BurstInterval))
@@ -123,6 +129,7 @@ func run() error {
 	overheadAt := flag.String("overhead-at", "1,20", "VM counts to measure overhead at before the burst (then again at the burst's count)")
 	flag.IntVar(&s.ControllerVMIs, "controller-vmis", 8000, "VMIs of the controller scale scenario")
 	flag.IntVar(&s.SnapshotCycles, "snapshot-cycles", 5, "snapshots (and restores) of the snapshot scenario's VM")
+	flag.DurationVar(&s.QuietWait, "quiet-wait", time.Minute, "the longest a burst or a single run waits for a quiet node (0: no wait)")
 	out := flag.String("out", "", "directory for the reports (default <repo>/_output/bench)")
 	docs := flag.Bool("docs", false, "also write docs/benchmarks.md and docs/benchmarks.json")
 	keep := flag.Bool("keep", false, "leave a cluster this run started running")
@@ -248,7 +255,7 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 		if !s.has("single") {
 			runs = 1
 		}
-		name, err := runSingle(ctx, e, r, runs)
+		name, err := runSingle(ctx, e, r, runs, s.QuietWait)
 		if err != nil {
 			return fmt.Errorf("single: %w", err)
 		}
@@ -269,14 +276,14 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 	if s.has("burst") || s.has("restart") || s.has("overhead") {
 		burstNotes(r)
 		if s.BurstSmall > 0 && s.has("burst") {
-			if err := runBurst(ctx, e, r, s.BurstSmall, s.BurstInterval); err != nil {
+			if err := runBurst(ctx, e, r, s.BurstSmall, s.BurstInterval, s.QuietWait); err != nil {
 				return fmt.Errorf("burst of %d: %w", s.BurstSmall, err)
 			}
 			if err := cleanUp(); err != nil {
 				return err
 			}
 		}
-		if err := runBurst(ctx, e, r, s.Burst, s.BurstInterval); err != nil {
+		if err := runBurst(ctx, e, r, s.Burst, s.BurstInterval, s.QuietWait); err != nil {
 			return fmt.Errorf("burst: %w", err)
 		}
 		if s.has("overhead") {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseCPUTimes(t *testing.T) {
@@ -30,5 +32,42 @@ func TestBusyShare(t *testing.T) {
 	}
 	if got := busyShare(b, b); got != 0 {
 		t.Errorf("no time passed: busyShare = %v, want 0", got)
+	}
+}
+
+func TestWaitQuiet_NoWait(t *testing.T) {
+	st, err := waitQuiet(context.Background(), 0)
+	if err != nil || st.quiet || st.waited != 0 {
+		t.Fatalf("waitQuiet(0) = %+v, %v; want at once, not quiet", st, err)
+	}
+	if got := st.String(); got != "not waited for" {
+		t.Errorf("String() = %q", got)
+	}
+}
+
+func TestWaitQuiet_Bounded(t *testing.T) {
+	// Whatever the machine is doing, the wait ends by its bound (plus a
+	// window) and says whether the node got quiet.
+	const max = 3 * quietWindow
+	st, err := waitQuiet(context.Background(), max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.waited > max+2*quietWindow {
+		t.Errorf("waited %v, bound %v", st.waited, max)
+	}
+	if st.quiet {
+		t.Errorf("quiet after %v: %d windows of %v cannot fit in %v", st.waited, quietSamples, quietWindow, max)
+	}
+	if !strings.HasPrefix(st.String(), "not quiet within") {
+		t.Errorf("String() = %q", st.String())
+	}
+}
+
+func TestWaitQuiet_Canceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := waitQuiet(ctx, time.Minute); err == nil {
+		t.Error("canceled context: want an error")
 	}
 }

@@ -75,8 +75,9 @@ func TestSettingsValidate(t *testing.T) {
 	bad.OverheadAt = []int{0}
 	bad.Repeat = 0
 	bad.BurstSmall = -1
+	bad.QuietWait = -time.Second
 	err := bad.Validate()
-	for _, want := range []string{`-only: unknown scenario "nope"`, "-burst 0", "-overhead-at 0", "-repeat 0", "-burst-small -1"} {
+	for _, want := range []string{`-only: unknown scenario "nope"`, "-burst 0", "-overhead-at 0", "-repeat 0", "-burst-small -1", "-quiet-wait -1s"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to name %q", err, want)
 		}

@@ -20,7 +20,7 @@ const readyMarker = "NODEVIRT-GUEST-READY"
 // floor. The bare pod and the VMI each start on a quiet node (waitQuiet):
 // the teardown of what ran before is not theirs to pay. It leaves the last
 // VMI running and returns its name.
-func runSingle(ctx context.Context, e *env, r *Report, runs int) (string, error) {
+func runSingle(ctx context.Context, e *env, r *Report, runs int, quietWait time.Duration) (string, error) {
 	const sc = "single"
 	var floor, overFloor, running, ready, agent []time.Duration
 	defer func() {
@@ -33,6 +33,7 @@ func runSingle(ctx context.Context, e *env, r *Report, runs int) (string, error)
 		)
 	}()
 	var name string
+	notQuiet := 0
 	for i := range runs {
 		if name != "" {
 			if err := e.deleteVMIs(ctx); err != nil {
@@ -40,15 +41,19 @@ func runSingle(ctx context.Context, e *env, r *Report, runs int) (string, error)
 			}
 			e.vmis.forget()
 		}
-		if _, err := waitQuiet(ctx); err != nil {
+		if st, err := waitQuiet(ctx, quietWait); err != nil {
 			return "", fmt.Errorf("before the bare pod: %w", err)
+		} else if !st.quiet {
+			notQuiet++
 		}
 		bare, err := barePodBurst(ctx, e, fmt.Sprintf("single-bare-%d", i), 1, 0)
 		if err != nil {
 			return "", fmt.Errorf("bare pod: %w", err)
 		}
-		if _, err := waitQuiet(ctx); err != nil {
+		if st, err := waitQuiet(ctx, quietWait); err != nil {
 			return "", fmt.Errorf("before the VMI: %w", err)
+		} else if !st.quiet {
+			notQuiet++
 		}
 		name = fmt.Sprintf("single-%d", i)
 		vmi, err := newVMI(bootVMI, name)
@@ -75,7 +80,7 @@ func runSingle(ctx context.Context, e *env, r *Report, runs int) (string, error)
 		agent = append(agent, at.Sub(start))
 		e.log.Info("single VMI", "run", i, "running", running[i], "ready", ready[i], "agentConnected", agent[i])
 	}
-	r.note(sc, "The VMI of deploy/examples/vm.yaml (kernelBoot of the test guest, 128 MiB, masquerade NIC, cloud-init), created and deleted %d times, each on a quiet node; the guest boots under TCG.", runs)
+	r.note(sc, "The VMI of deploy/examples/vm.yaml (kernelBoot of the test guest, 128 MiB, masquerade NIC, cloud-init), created and deleted %d times; the guest boots under TCG. The bare pod and the VMI each waited for a quiet node (every CPU under %.0f%% busy for %v, up to %v); %d of %d waits ended without one.", runs, quietBusy*100, quietWindow*quietSamples, quietWait, notQuiet, 2*runs)
 	return name, nil
 }
 
