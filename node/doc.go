@@ -23,7 +23,9 @@
 //
 // The controller moves a VMI to Scheduled (pod running, status.nodeName and
 // the kubevirt.io/nodeName label set, finalizer added). From there the agent
-// of that node owns status.phase:
+// of that node owns status.phase. The agent starts the VMI's QEMU earlier,
+// as soon as the launcher in a pod on its node answers (prelaunch, in
+// node/agent/prelaunch.go), but writes nothing to the VMI before Scheduled:
 //
 //	               QEMU runs the guest
 //	Scheduled ─────────────────────────────▶ Running ──┐

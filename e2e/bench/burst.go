@@ -83,7 +83,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 // burstNotes says what every burst measures.
 func burstNotes(r *Report) {
 	const sc = "burst"
-	r.note(sc, "Where the time goes: creation → Scheduling is the controller, Scheduling → Scheduled the scheduler and the kubelet starting the pod (the launcher pod shape above says how many containers; on this machine the pods' container starts share 2 cores), Scheduled → Running the agent (network, QEMU, QMP).")
+	r.note(sc, "Where the time goes: creation → Scheduling is the controller, Scheduling → Scheduled the scheduler and the kubelet starting the pod (the launcher pod shape above says how many containers; on this machine the pods' container starts share 2 cores), Scheduled → Running the agent. The agent starts a VMI (network, QEMU, QMP) as soon as its launcher answers in the pod, before the kubelet reported the pod running and the controller Scheduled (node/agent/prelaunch.go), so Scheduled → Running is what is left of the start once the pod is reported running, plus the status write.")
 	r.note(sc, "Agent timeline: the agent's own record of each VMI's start (nodectl timeline): Adopted (the agent took the VMI), NetworkAllocated (intent recorded), NetworkReady (tap, bridge, nftables, DHCP in the pod), Launching (spec sent to the launcher), Attached (QMP connected to the running QEMU).")
 	r.note(sc, "VMIs: startStrategy Paused, containerDisk (the test guest's disk image), masquerade NIC, 64 MiB guest memory, CPU request 5m (the default 100m per vCPU fits only 16 such pods on this 2-core node).")
 }

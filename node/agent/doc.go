@@ -33,6 +33,14 @@
 // The record's observed phase follows the VMI's agent-owned phase on every
 // sync (recordphase.go), not only when this sync patched it.
 //
+// Prelaunch (prelaunch.go): a launcher pod on this node whose VMI is not
+// labelled for it yet (phase Scheduling) is started as soon as its
+// launcher answers: the VMI is read from the API server (the informers
+// see it only from Scheduled on), the record, network, QEMU and QMP follow
+// as for a Scheduled VMI, and nothing is written to the VMI until the
+// controller's Scheduled, whose first sync reports Running. A VMI deleted
+// or failed before Scheduled is an orphan: QEMU quit, network released.
+//
 // Invariants:
 //   - Every call that can block (launcher, QMP, guest agent, API, netsetup)
 //     runs under a context with a deadline (Config.CallTimeout, shorter for

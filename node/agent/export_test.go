@@ -21,9 +21,14 @@ func (a *Agent) SyncForTest(ctx context.Context, uid string) error { return a.sy
 func (a *Agent) SetCacheForTest(objs ...runtime.Object) error {
 	var vmis, pods []any
 	for _, o := range objs {
-		switch o.(type) {
+		switch obj := o.(type) {
 		case *v1.VirtualMachineInstance:
-			vmis = append(vmis, o)
+			// As the informers' label selectors: a VMI labelled for no
+			// node and no migration to this one is not in the caches.
+			if obj.Labels[v1.NodeNameLabel] == a.cfg.NodeName ||
+				obj.Labels[v1.MigrationTargetNodeNameLabel] == a.cfg.NodeName {
+				vmis = append(vmis, o)
+			}
 		case *corev1.Pod:
 			pods = append(pods, o)
 		}

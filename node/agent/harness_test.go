@@ -194,6 +194,16 @@ func (h *harness) prepareVM(t *testing.T, name string, o vmOpts) *vm {
 	if err != nil {
 		t.Fatalf("create VMI %s: %v", name, err)
 	}
+	if o.unscheduled {
+		vmi.Status = v1.VirtualMachineInstanceStatus{Phase: v1.Scheduling,
+			PhaseTransitionTimestamps: []v1.VirtualMachineInstancePhaseTransitionTimestamp{
+				{Phase: v1.Pending, PhaseTransitionTimestamp: metav1.Now()},
+				{Phase: v1.Scheduling, PhaseTransitionTimestamp: metav1.Now()},
+			}}
+		if vmi, err = h.virt.KubevirtV1().VirtualMachineInstances(h.ns).UpdateStatus(h.ctx, vmi, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("VMI %s to Scheduling: %v", name, err)
+		}
+	}
 	pod, err := h.kube.CoreV1().Pods(h.ns).Create(h.ctx, testPod(vmi), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create pod of %s: %v", name, err)

@@ -72,6 +72,8 @@ func TestAgent_Integration(t *testing.T) {
 		}
 	})
 
+	t.Run("PrelaunchBeforeScheduled", func(t *testing.T) { testPrelaunch(t, h) })
+
 	t.Run("GuestNetworkAndCloudInit", func(t *testing.T) {
 		if l := masq.waitSerial(t, "NODEVIRT-GUEST-DHCP", 60*time.Second); l != "NODEVIRT-GUEST-DHCP ip=10.0.2.2/24 gw=10.0.2.1" {
 			t.Errorf("masquerade guest: %q", l)

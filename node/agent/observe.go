@@ -36,24 +36,36 @@ func (a *Agent) observe(ctx context.Context, uid string) (*Observation, error) {
 		// two informers during a migration's handoff (one sees the label
 		// go before the other sees it come). Ask the API server before
 		// anything is torn down.
-		vmi, err := a.liveVMI(ctx, o.Record)
+		vmi, err := a.liveVMI(ctx, o.Record.Namespace, o.Record.Name, uid)
 		if err != nil {
 			return nil, err
 		}
 		o.VMI = vmi
 	}
 	o.Pod = a.podOf(o)
-	if o.VMI == nil && o.Record == nil {
+	awaiting := awaitingLauncher(o)
+	if o.VMI == nil && o.Record == nil && !awaiting {
 		return o, nil
 	}
 	if pod, ok := a.podDir(o); ok {
 		// Watched before the launcher is asked, so no change after the
 		// answer goes unnoticed. A pod without a VMI or live record has
-		// nothing left to wake.
-		if o.VMI != nil || o.liveRecord() {
+		// nothing left to wake, unless it is a VMI's to prelaunch.
+		if o.VMI != nil || o.liveRecord() || awaiting {
 			o.PodWatched = a.deps.Pods.Watch(uid, pod.SocketsDir()) == nil
 		}
 		o.Launcher = a.observeLauncher(ctx, pod)
+		if awaiting && o.Launcher.State != LauncherUnreachable {
+			// The launcher of a VMI not scheduled yet answers: read the
+			// VMI (prelaunch.go).
+			if ns, name, ok := vmiRef(o.Pod, uid); ok {
+				vmi, err := a.liveVMI(ctx, ns, name, uid)
+				if err != nil {
+					return nil, err
+				}
+				o.VMI = vmi
+			}
+		}
 		if o.VMI != nil {
 			o.NeedsCloudInit = needsCloudInit(o.VMI, pod)
 		}
@@ -126,23 +138,28 @@ func readExit(path string) (launcher.Exit, error) {
 	return e, nil
 }
 
-// liveVMI reads the record's VMI from the API server; nil when it is gone
-// or labelled for neither this node nor a migration to it.
-func (a *Agent) liveVMI(ctx context.Context, rec *store.Record) (*v1.VirtualMachineInstance, error) {
-	if rec.Name == "" {
+// liveVMI reads the VMI ns/name with the given UID from the API server;
+// nil when it is gone, labelled for neither this node nor a migration to
+// it, or, unlabelled, past the phases before Scheduled (a VMI the
+// controller failed before any agent took it over). An unlabelled VMI
+// before Scheduled is one plan may prelaunch (prelaunch.go).
+func (a *Agent) liveVMI(ctx context.Context, ns, name, uid string) (*v1.VirtualMachineInstance, error) {
+	if name == "" {
 		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()
-	vmi, err := a.deps.Virt.KubevirtV1().VirtualMachineInstances(rec.Namespace).Get(ctx, rec.Name, metav1.GetOptions{})
+	vmi, err := a.deps.Virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("get VMI %s/%s: %w", rec.Namespace, rec.Name, err)
-	case string(vmi.UID) != rec.UID:
+		return nil, fmt.Errorf("get VMI %s/%s: %w", ns, name, err)
+	case string(vmi.UID) != uid:
 		return nil, nil
 	case vmi.Labels[v1.NodeNameLabel] == a.cfg.NodeName, vmi.Labels[v1.MigrationTargetNodeNameLabel] == a.cfg.NodeName:
+		return vmi, nil
+	case unlabelled(vmi) && !vmi.Status.Phase.OwnedByAgent() && !vmi.Status.Phase.IsFinal():
 		return vmi, nil
 	}
 	return nil, nil

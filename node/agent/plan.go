@@ -83,8 +83,12 @@ func (o *Observation) startingPoll() time.Duration {
 // plan decides what to do for o. It is pure.
 func plan(o *Observation) Plan {
 	switch {
+	case awaitingLauncher(o):
+		return Plan{Requeue: o.startingPoll()} // prelaunch.go
 	case o.VMI == nil:
 		return planOrphan(o)
+	case prelaunching(o):
+		return planPrelaunch(o)
 	case !o.owner():
 		// In the cache through the migration target label only.
 		return planTarget(o)

@@ -26,6 +26,9 @@ type vmOpts struct {
 	paused     bool   // startStrategy Paused
 	balloon    bool   // a virtio-balloon device
 	scratch    string // capacity of an emptyDisk "scratch" (virtio, after cloudinit); "" = none
+	// unscheduled: as the controller leaves a VMI before Scheduled: phase
+	// Scheduling, no node label, no finalizer (prelaunch).
+	unscheduled bool
 }
 
 // testVMI is the VMI of vmOpts o, labelled for testNode.
@@ -52,6 +55,9 @@ func testVMI(ns, name string, o vmOpts) *v1.VirtualMachineInstance {
 				Devices: v1.Devices{AutoattachGraphicsDevice: &gfx, AutoattachMemBalloon: &balloon},
 			},
 		},
+	}
+	if o.unscheduled {
+		vmi.Labels, vmi.Finalizers = nil, nil
 	}
 	if o.grace > 0 {
 		vmi.Spec.TerminationGracePeriodSeconds = &o.grace
@@ -90,6 +96,9 @@ func testPod(vmi *v1.VirtualMachineInstance) *corev1.Pod {
 			GenerateName: "virt-launcher-" + vmi.Name + "-",
 			Labels:       map[string]string{v1.AppLabel: v1.LauncherAppValue, v1.CreatedByLabel: string(vmi.UID)},
 			Annotations:  map[string]string{v1.DomainAnnotation: vmi.Name},
+			OwnerReferences: []metav1.OwnerReference{
+				*metav1.NewControllerRef(vmi, v1.SchemeGroupVersion.WithKind("VirtualMachineInstance")),
+			},
 		},
 		Spec: corev1.PodSpec{
 			NodeName:      testNode,
@@ -108,9 +117,20 @@ func (v *vm) schedule(t *testing.T) {
 	}
 }
 
-// setScheduled is schedule for any goroutine.
+// setScheduled is schedule for any goroutine. An unscheduled VMI gets the
+// node label and the finalizer first, as the controller adds them with
+// Scheduled.
 func (v *vm) setScheduled() error {
 	vmi := v.vmi.DeepCopy()
+	if vmi.Labels[v1.NodeNameLabel] != testNode {
+		vmi.Labels = map[string]string{v1.NodeNameLabel: testNode}
+		vmi.Finalizers = []string{v1.VirtualMachineInstanceFinalizer}
+		up, err := v.h.virt.KubevirtV1().VirtualMachineInstances(v.h.ns).Update(v.h.ctx, vmi, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("VMI %s: node label: %w", v.name, err)
+		}
+		vmi = up
+	}
 	vmi.Status = v1.VirtualMachineInstanceStatus{
 		Phase:    v1.Scheduled,
 		NodeName: testNode,
