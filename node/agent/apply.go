@@ -101,8 +101,13 @@ func (a *Agent) createRecord(ctx context.Context, o *Observation) error {
 			GuestAgent: pod.Socket(podfs.GuestAgentSock),
 			Serial:     pod.Socket(podfs.SerialSocket),
 		},
-		Observed: store.Observed{Phase: string(o.VMI.Status.Phase), At: a.now()},
+		Observed: store.Observed{At: a.now()},
 		Intent:   store.Intent{Paused: startsPaused(o.VMI)},
+	}
+	if p := o.VMI.Status.Phase; p.OwnedByAgent() {
+		// The observed phase is the VMI's agent-owned one (recordphase.go):
+		// a VMI prelaunched before Scheduled has none yet.
+		rec.Observed.Phase = string(p)
 	}
 	if g := o.VMI.Spec.Domain.Devices.AutoattachGraphicsDevice; g == nil || *g {
 		rec.Sockets.VNC = pod.Socket(podfs.VNCSocket) // QEMU has VGA + VNC

@@ -2,6 +2,7 @@ package agent
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 )
@@ -71,10 +72,9 @@ func planPrelaunch(o *Observation) Plan {
 // vmiRef is the namespace and name of the VMI that owns a launcher pod,
 // from the pod's controller reference; ok is false for a pod without one.
 func vmiRef(pod *corev1.Pod, uid string) (ns, name string, ok bool) {
-	for _, ref := range pod.OwnerReferences {
-		if ref.Kind == "VirtualMachineInstance" && string(ref.UID) == uid && ref.Controller != nil && *ref.Controller {
-			return pod.Namespace, ref.Name, true
-		}
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil || ref.Kind != "VirtualMachineInstance" || string(ref.UID) != uid {
+		return "", "", false
 	}
-	return "", "", false
+	return pod.Namespace, ref.Name, true
 }

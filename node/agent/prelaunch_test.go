@@ -44,15 +44,6 @@ func (e *syncEnv) updatePod(change func(*corev1.Pod)) {
 	e.refresh()
 }
 
-// update writes vmi to the fake API server and the caches.
-func (e *syncEnv) update(vmi *v1.VirtualMachineInstance) {
-	e.t.Helper()
-	if err := e.virt.Tracker().Update(v1.SchemeGroupVersion.WithResource("virtualmachineinstances"), vmi, syncNS); err != nil {
-		e.t.Fatal(err)
-	}
-	e.refresh()
-}
-
 // vmiGets counts the agent's reads of the VMI from the API server.
 func (e *syncEnv) vmiGets() int {
 	n := 0

@@ -23,10 +23,7 @@ func (a *Agent) recordPhase(ctx context.Context, o *Observation, phase v1.Virtua
 		return nil
 	}
 	cur := v1.VirtualMachineInstancePhase(o.Record.Observed.Phase)
-	// A record created before Scheduled (prelaunch.go) holds one of the
-	// controller's phases, which any of the agent's follows.
-	beforeScheduled := cur == v1.VmPhaseUnset || cur == v1.Pending || cur == v1.Scheduling
-	if cur == phase || (!beforeScheduled && !cur.CanTransitionTo(phase)) {
+	if cur == phase || (cur != v1.VmPhaseUnset && !cur.CanTransitionTo(phase)) {
 		return nil
 	}
 	return a.update(ctx, o, func(r *store.Record) error {

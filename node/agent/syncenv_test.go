@@ -211,16 +211,22 @@ func (e *syncEnv) start() {
 	e.virt.ClearActions()
 }
 
+// update writes vmi to the fake API server and the caches.
+func (e *syncEnv) update(vmi *v1.VirtualMachineInstance) {
+	e.t.Helper()
+	if err := e.virt.Tracker().Update(v1.SchemeGroupVersion.WithResource("virtualmachineinstances"), vmi, syncNS); err != nil {
+		e.t.Fatal(err)
+	}
+	e.refresh()
+}
+
 // deleteVMI marks the VMI deleted (it keeps its finalizer).
 func (e *syncEnv) deleteVMI() {
 	e.t.Helper()
 	v := e.vmi()
 	ts := metav1.NewTime(e.clock())
 	v.DeletionTimestamp = &ts
-	if err := e.virt.Tracker().Update(v1.SchemeGroupVersion.WithResource("virtualmachineinstances"), v, syncNS); err != nil {
-		e.t.Fatal(err)
-	}
-	e.refresh()
+	e.update(v)
 }
 
 // apiActions are the virt clientset's write actions, as "verb[/subresource]".
