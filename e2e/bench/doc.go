@@ -18,7 +18,8 @@
 //     Running is the floor; both start on a quiet node, as the bursts do.
 //   - pause:      pause/unpause cycles on that VMI: the node API's answer,
 //     and until Paused=True (or its removal) is visible through the API
-//     server.
+//     server; the floor, in the same run: QMP stop and cont through the
+//     node API's QMP passthrough (no durable intent), settled the same way.
 //   - burst:      50, then 100 VMIs (startStrategy Paused) created 100 ms
 //     apart: creation → Running per VMI, and until all are Running; before
 //     each, as many bare pods the same way (the floor), and the VMIs' P50

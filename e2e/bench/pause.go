@@ -1,41 +1,79 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/node/api"
 )
 
 // runPause pauses and unpauses VMI name cycles times through the node
 // API and measures the API's answer and the time until the Paused
 // condition appears on (and disappears from) the VMI in the API server.
+// In the same run it measures the floor the same way: QMP stop and cont
+// through the node API's QMP passthrough (the debug route on the same
+// socket: HTTP, resolving the VMI, the agent's QMP connection, QEMU
+// stopping the vCPUs), which the agent reports as Paused too, without the
+// durable intent a pause writes first.
 func runPause(ctx context.Context, e *env, r *Report, name string, cycles int) error {
 	const sc = "pause"
-	var pauseAPI, pauseSeen, unpauseAPI, unpauseSeen []time.Duration
+	var pauseAPI, pauseSeen, unpauseAPI, unpauseSeen, stopAPI, contAPI []time.Duration
 	defer func() {
 		r.add(
 			summarize(sc, "pause: node API answer", "ms", millis(pauseAPI)),
 			summarize(sc, "pause: until Paused=True in the API server", "ms", millis(pauseSeen)),
 			summarize(sc, "unpause: node API answer", "ms", millis(unpauseAPI)),
 			summarize(sc, "unpause: until Paused is gone in the API server", "ms", millis(unpauseSeen)),
+			summarize(sc, "floor: QMP stop through the node API passthrough, answer", "ms", millis(stopAPI)),
+			summarize(sc, "floor: QMP cont through the node API passthrough, answer", "ms", millis(contAPI)),
 		)
 	}()
+	pause := func(action string) func(context.Context) error {
+		return func(ctx context.Context) error { return e.vmiAction(ctx, name, action) }
+	}
+	qmp := func(command string) func(context.Context) error {
+		return func(ctx context.Context) error { return e.qmpPassthrough(ctx, name, command) }
+	}
+	if err := pauseCycles(ctx, e, name, cycles, [2]pauseStep{
+		{do: pause("pause"), on: true, answer: &pauseAPI, seen: &pauseSeen},
+		{do: pause("unpause"), answer: &unpauseAPI, seen: &unpauseSeen},
+	}); err != nil {
+		return err
+	}
+	if err := pauseCycles(ctx, e, name, cycles, [2]pauseStep{
+		{do: qmp("stop"), on: true, answer: &stopAPI},
+		{do: qmp("cont"), answer: &contAPI},
+	}); err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	r.note(sc, "%d cycles on the running single VMI, through the node API's public route (PUT .../pause, .../unpause) on the agent's unix socket; \"in the API server\" is when this client's VMI watch saw the condition change. Floor, in the same run and settled the same way: QMP stop and cont sent through the node API's QMP passthrough on the same socket, which the agent reports as Paused too: the same path without the durable intent.", cycles)
+	return nil
+}
+
+// pauseStep is one half of a pause cycle: the call, whether it pauses,
+// and where its answer time and (when seen is not nil) the time until the
+// VMI's Paused condition followed are appended.
+type pauseStep struct {
+	do           func(context.Context) error
+	on           bool
+	answer, seen *[]time.Duration
+}
+
+// pauseCycles runs cycles of steps, each settled: the next starts once the
+// VMI's Paused condition followed in this client's watch.
+func pauseCycles(ctx context.Context, e *env, name string, cycles int, steps [2]pauseStep) error {
 	paused := string(v1.VirtualMachineInstancePaused)
 	for i := range cycles {
-		for _, step := range []struct {
-			action    string
-			on        bool
-			api, seen *[]time.Duration
-		}{
-			{"pause", true, &pauseAPI, &pauseSeen},
-			{"unpause", false, &unpauseAPI, &unpauseSeen},
-		} {
+		for _, step := range steps {
 			start := time.Now()
-			if err := e.vmiAction(ctx, name, step.action); err != nil {
+			if err := step.do(ctx); err != nil {
 				return fmt.Errorf("cycle %d: %w", i, err)
 			}
 			answered := time.Now()
@@ -43,29 +81,47 @@ func runPause(ctx context.Context, e *env, r *Report, name string, cycles int) e
 			if err != nil {
 				return fmt.Errorf("cycle %d: %w", i, err)
 			}
-			*step.api = append(*step.api, answered.Sub(start))
-			*step.seen = append(*step.seen, at.Sub(start))
+			*step.answer = append(*step.answer, answered.Sub(start))
+			if step.seen != nil {
+				*step.seen = append(*step.seen, at.Sub(start))
+			}
 		}
 	}
-	r.note(sc, "%d cycles on the running single VMI, through the node API's public route (PUT .../pause, .../unpause) on the agent's unix socket; \"in the API server\" is when this client's VMI watch saw the condition change.", cycles)
 	return nil
+}
+
+// qmpPassthrough sends command to the QMP of VMI name through the node
+// API's debug route POST /nodectl/v1/qmp?vmi=ns/name.
+func (e *env) qmpPassthrough(ctx context.Context, name, command string) error {
+	u := "http://node" + api.DebugPrefix + api.RouteQMP + "?vmi=" + url.QueryEscape(benchNamespace+"/"+name)
+	body, err := json.Marshal(map[string]string{"execute": command})
+	if err != nil {
+		return err
+	}
+	return e.nodeCall(ctx, http.MethodPost, u, bytes.NewReader(body), "qmp "+command+" "+name)
 }
 
 // vmiAction calls the node API's PUT /v1/namespaces/{ns}/virtualmachineinstances/{name}/{action}.
 func (e *env) vmiAction(ctx context.Context, name, action string) error {
-	url := fmt.Sprintf("http://node/v1/namespaces/%s/virtualmachineinstances/%s/%s", benchNamespace, name, action)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, nil)
+	u := fmt.Sprintf("http://node/v1/namespaces/%s/virtualmachineinstances/%s/%s", benchNamespace, name, action)
+	return e.nodeCall(ctx, http.MethodPut, u, nil, action+" "+name)
+}
+
+// nodeCall sends one request to the node API's socket and fails on any
+// answer but 2xx; what names the call in errors.
+func (e *env) nodeCall(ctx context.Context, method, u string, body io.Reader, what string) error {
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return err
 	}
 	resp, err := e.nodeAPI.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", action, name, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: HTTP %d: %s", action, name, resp.StatusCode, body)
+		return fmt.Errorf("%s: HTTP %d: %s", what, resp.StatusCode, b)
 	}
 	return nil
 }
