@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"time"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
@@ -39,7 +36,10 @@ func runPause(ctx context.Context, e *env, r *Report, name string, cycles int) e
 		return func(ctx context.Context) error { return e.vmiAction(ctx, name, action) }
 	}
 	qmp := func(command string) func(context.Context) error {
-		return func(ctx context.Context) error { return e.qmpPassthrough(ctx, name, command) }
+		return func(ctx context.Context) error {
+			_, err := e.nodectl.QMP(ctx, benchNamespace+"/"+name, api.Command{Execute: command})
+			return err
+		}
 	}
 	if err := pauseCycles(ctx, e, name, cycles, [2]pauseStep{
 		{do: pause("pause"), on: true, answer: &pauseAPI, seen: &pauseSeen},
@@ -90,38 +90,21 @@ func pauseCycles(ctx context.Context, e *env, name string, cycles int, steps [2]
 	return nil
 }
 
-// qmpPassthrough sends command to the QMP of VMI name through the node
-// API's debug route POST /nodectl/v1/qmp?vmi=ns/name.
-func (e *env) qmpPassthrough(ctx context.Context, name, command string) error {
-	u := "http://node" + api.DebugPrefix + api.RouteQMP + "?vmi=" + url.QueryEscape(benchNamespace+"/"+name)
-	body, err := json.Marshal(map[string]string{"execute": command})
-	if err != nil {
-		return err
-	}
-	return e.nodeCall(ctx, http.MethodPost, u, bytes.NewReader(body), "qmp "+command+" "+name)
-}
-
 // vmiAction calls the node API's PUT /v1/namespaces/{ns}/virtualmachineinstances/{name}/{action}.
 func (e *env) vmiAction(ctx context.Context, name, action string) error {
-	u := fmt.Sprintf("http://node/v1/namespaces/%s/virtualmachineinstances/%s/%s", benchNamespace, name, action)
-	return e.nodeCall(ctx, http.MethodPut, u, nil, action+" "+name)
-}
-
-// nodeCall sends one request to the node API's socket and fails on any
-// answer but 2xx; what names the call in errors.
-func (e *env) nodeCall(ctx context.Context, method, u string, body io.Reader, what string) error {
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	url := fmt.Sprintf("http://node/v1/namespaces/%s/virtualmachineinstances/%s/%s", benchNamespace, name, action)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, nil)
 	if err != nil {
 		return err
 	}
 	resp, err := e.nodeAPI.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return fmt.Errorf("%s %s: %w", action, name, err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s: HTTP %d: %s", what, resp.StatusCode, b)
+		return fmt.Errorf("%s %s: HTTP %d: %s", action, name, resp.StatusCode, body)
 	}
 	return nil
 }
