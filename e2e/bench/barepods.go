@@ -13,17 +13,17 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// barePodLabel marks the bare pods, the physical floor of a VMI's start:
-// one container of the pause image, the same node and CPU request as the
-// burst's VMIs.
+// barePodLabel marks the burst's floor pods: the bare pods (one container
+// of the pause image, the same node and CPU request as the burst's VMIs)
+// and the launcher-shaped pods (launchershape.go).
 const barePodLabel = "nodevirt.io/bench-bare-pod"
 
 // barePod is the floor's pod: what the kubelet must do for any pod.
-func barePod(name, node string) *corev1.Pod {
+func (e *env) barePod(name string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{barePodLabel: "true"}},
 		Spec: corev1.PodSpec{
-			NodeSelector:                  map[string]string{corev1.LabelHostname: node},
+			NodeSelector:                  map[string]string{corev1.LabelHostname: e.node.Name},
 			TerminationGracePeriodSeconds: ptr.To[int64](0),
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
@@ -35,15 +35,16 @@ func barePod(name, node string) *corev1.Pod {
 	}
 }
 
-// barePodBurst creates n bare pods interval apart (name prefix) and
-// returns each one's creation → Running (phase Running as this client's
-// watch saw it), then deletes them and waits until they are gone.
-func barePodBurst(ctx context.Context, e *env, prefix string, n int, interval time.Duration) ([]time.Duration, error) {
+// floorPodBurst creates n floor pods, newPod's, interval apart (name
+// prefix) and returns each one's creation → Running (phase Running as
+// this client's watch saw it), then deletes them and waits until they are
+// gone. newPod's pods must carry barePodLabel.
+func floorPodBurst(ctx context.Context, e *env, prefix string, n int, interval time.Duration, newPod func(name string) *corev1.Pod) ([]time.Duration, error) {
 	pods := e.kube.CoreV1().Pods(benchNamespace)
 	sel := metav1.ListOptions{LabelSelector: barePodLabel + "=true"}
 	w, err := pods.Watch(ctx, sel)
 	if err != nil {
-		return nil, fmt.Errorf("watch bare pods: %w", err)
+		return nil, fmt.Errorf("watch floor pods: %w", err)
 	}
 	defer w.Stop()
 	var mu sync.Mutex
@@ -70,11 +71,11 @@ func barePodBurst(ctx context.Context, e *env, prefix string, n int, interval ti
 		}
 		name := fmt.Sprintf("%s-%d", prefix, i)
 		created[name] = time.Now()
-		if _, err := pods.Create(ctx, barePod(name, e.node.Name), metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("create bare pod %s: %w", name, err)
+		if _, err := pods.Create(ctx, newPod(name), metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("create floor pod %s: %w", name, err)
 		}
 	}
-	err = poll(ctx, 10*time.Minute, 100*time.Millisecond, fmt.Sprintf("%d bare pods Running", n), func() (bool, error) {
+	err = poll(ctx, 10*time.Minute, 100*time.Millisecond, fmt.Sprintf("%d %s pods Running", n, prefix), func() (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(running) >= n, nil
@@ -88,17 +89,17 @@ func barePodBurst(ctx context.Context, e *env, prefix string, n int, interval ti
 	for name, at := range created {
 		out = append(out, running[name].Sub(at))
 	}
-	return out, e.deleteBarePods(ctx)
+	return out, e.deleteFloorPods(ctx)
 }
 
-// deleteBarePods deletes every bare pod and waits until none is left.
-func (e *env) deleteBarePods(ctx context.Context) error {
+// deleteFloorPods deletes every floor pod and waits until none is left.
+func (e *env) deleteFloorPods(ctx context.Context) error {
 	pods := e.kube.CoreV1().Pods(benchNamespace)
 	sel := metav1.ListOptions{LabelSelector: barePodLabel + "=true"}
 	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, sel); err != nil {
-		return fmt.Errorf("delete bare pods: %w", err)
+		return fmt.Errorf("delete floor pods: %w", err)
 	}
-	return poll(ctx, 5*time.Minute, 200*time.Millisecond, "bare pods gone", func() (bool, error) {
+	return poll(ctx, 5*time.Minute, 200*time.Millisecond, "floor pods gone", func() (bool, error) {
 		l, err := pods.List(ctx, sel)
 		if err != nil {
 			return false, err

@@ -9,21 +9,34 @@ import (
 )
 
 // runBurst first creates n bare pods interval apart (the floor: what the
-// kubelet does for any pod, same node and CPU request), deletes them, then
-// creates n paused VMIs interval apart; each burst starts on a quiet node
-// (waitQuiet) and measures creation → Scheduled
-// (the controller placed the pod) and → Running per VMI, the time from the
-// first creation until all are Running, and the VMIs' P50 and P95 over
-// the bare pods'. The VMIs stay.
+// kubelet does for any pod, same node and CPU request) and deletes them,
+// then n launcher-shaped pods the same way (launchershape.go: what the
+// kubelet does for a VMI's pod), then creates n paused VMIs interval
+// apart; each burst starts on a quiet node (waitQuiet) and measures
+// creation → Running per pod and VMI, creation → Scheduled (the controller
+// placed the pod) per VMI, the time from the first creation until all are
+// Running, and the VMIs' P50 and P95 over each floor's. The VMIs stay.
 func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait time.Duration) error {
 	const sc = "burst"
+	shape, err := launcherPodTemplate(ctx, e)
+	if err != nil {
+		return fmt.Errorf("launcher pod shape: %w", err)
+	}
 	settleBare, err := waitQuiet(ctx, quietWait)
 	if err != nil {
 		return fmt.Errorf("before the bare pods: %w", err)
 	}
-	floor, err := barePodBurst(ctx, e, fmt.Sprintf("bare%d", n), n, interval)
+	floor, err := floorPodBurst(ctx, e, fmt.Sprintf("bare%d", n), n, interval, e.barePod)
 	if err != nil {
 		return fmt.Errorf("bare pods: %w", err)
+	}
+	settleShaped, err := waitQuiet(ctx, quietWait)
+	if err != nil {
+		return fmt.Errorf("before the launcher-shaped pods: %w", err)
+	}
+	shaped, err := floorPodBurst(ctx, e, fmt.Sprintf("shaped%d", n), n, interval, launcherShapedPods(shape))
+	if err != nil {
+		return fmt.Errorf("launcher-shaped pods: %w", err)
 	}
 	settleVMIs, err := waitQuiet(ctx, quietWait)
 	if err != nil {
@@ -63,11 +76,15 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 	creation := summarize(sc, fmt.Sprintf("%d VMIs: creation → Running", n), "s", seconds(running))
 	creation.KubeVirt = "P50 15–25 s, P95 20–38 s"
 	bare := summarize(sc, fmt.Sprintf("%d bare pods: creation → Running (the floor)", n), "s", seconds(floor))
+	pod := summarize(sc, fmt.Sprintf("%d launcher-shaped pods, no VMI: creation → Running (the pod's share)", n), "s", seconds(shaped))
 	r.add(
 		bare,
+		pod,
 		creation,
 		summarize(sc, fmt.Sprintf("%d VMIs: P50 creation → Running ÷ the bare pods'", n), "×", []float64{creation.Median / bare.Median}),
 		summarize(sc, fmt.Sprintf("%d VMIs: P95 creation → Running ÷ the bare pods'", n), "×", []float64{creation.P95 / bare.P95}),
+		summarize(sc, fmt.Sprintf("%d launcher-shaped pods: P50 creation → Running ÷ the bare pods'", n), "×", []float64{pod.Median / bare.Median}),
+		summarize(sc, fmt.Sprintf("%d VMIs: P50 creation → Running ÷ the launcher-shaped pods'", n), "×", []float64{creation.Median / pod.Median}),
 		summarize(sc, fmt.Sprintf("%d VMIs: creation → Scheduling (the controller created the launcher pod)", n), "s", seconds(scheduling)),
 		summarize(sc, fmt.Sprintf("%d VMIs: creation → Scheduled (the launcher pod runs on the node)", n), "s", seconds(scheduled)),
 		summarize(sc, fmt.Sprintf("%d VMIs: Scheduled → Running (the agent starts QEMU)", n), "s", seconds(started)),
@@ -76,14 +93,14 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 	if err := agentTimeline(ctx, e, r, fmt.Sprintf("%d VMIs", n), sortedNames(created)); err != nil {
 		return err
 	}
-	r.note(sc, "%d VMIs created %v apart on one node, all Running %v after the first creation; before them, in the same run, %d bare pods (one container of the pause image, the same node and CPU request) created %v apart and deleted again. Each burst waited for a quiet node, every CPU under %.0f%% busy for %v (before the bare pods: %v; before the VMIs: %v; the bare pods' teardown goes on after their API objects are gone).", n, interval, all.Round(100*time.Millisecond), n, interval, quietBusy*100, quietWindow*quietSamples, settleBare, settleVMIs)
+	r.note(sc, "%d VMIs created %v apart on one node, all Running %v after the first creation; before them, in the same run, %d bare pods (one container of the pause image, the same node and CPU request), then %d launcher-shaped pods (the launcher pod the controller rendered for such a VMI, without the VMI), each created %v apart and deleted again. Each burst waited for a quiet node, every CPU under %.0f%% busy for %v (before the bare pods: %v; before the launcher-shaped pods: %v; before the VMIs: %v; a burst's teardown goes on after its API objects are gone).", n, interval, all.Round(100*time.Millisecond), n, n, interval, quietBusy*100, quietWindow*quietSamples, settleBare, settleShaped, settleVMIs)
 	return nil
 }
 
 // burstNotes says what every burst measures.
 func burstNotes(r *Report) {
 	const sc = "burst"
-	r.note(sc, "Where the time goes: creation → Scheduling is the controller, Scheduling → Scheduled the scheduler and the kubelet starting the pod (the launcher pod shape above says how many containers; on this machine the pods' container starts share 2 cores), Scheduled → Running the agent. The agent starts a VMI (network, QEMU, QMP) as soon as its launcher answers in the pod, before the kubelet reported the pod running and the controller Scheduled (node/agent/prelaunch.go), so Scheduled → Running is what is left of the start once the pod is reported running, plus the status write.")
+	r.note(sc, "Where the time goes: creation → Scheduling is the controller, Scheduling → Scheduled the scheduler and the kubelet starting the pod (the launcher pod shape above says how many containers; on this machine the pods' container starts share 2 cores), Scheduled → Running the agent. The agent starts a VMI (network, QEMU, QMP) as soon as its launcher answers in the pod, before the kubelet reported the pod running and the controller Scheduled (node/agent/prelaunch.go), so Scheduled → Running is what is left of the start once the pod is reported running, plus the status write. The launcher-shaped pods split the VMIs' ratio over the bare pods in two: theirs over the bare pods is what the launcher pod's shape costs the kubelet, containerd and the device plugin; the VMIs' over theirs is the VM's own start (controller, agent, QEMU, the VMI's API writes) on the same cores.")
 	r.note(sc, "Agent timeline: the agent's own record of each VMI's start (nodectl timeline): Adopted (the agent took the VMI), NetworkAllocated (intent recorded), NetworkReady (tap, bridge, nftables, DHCP in the pod), Launching (spec sent to the launcher), Attached (QMP connected to the running QEMU).")
 	r.note(sc, "VMIs: startStrategy Paused, containerDisk (the test guest's disk image), masquerade NIC, 64 MiB guest memory, CPU request 5m (the default 100m per vCPU fits only 16 such pods on this 2-core node).")
 }

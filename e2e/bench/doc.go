@@ -22,11 +22,13 @@
 //     node API's QMP passthrough (no durable intent), settled the same way.
 //   - burst:      50, then 100 VMIs (startStrategy Paused) created 100 ms
 //     apart: creation → Running per VMI, and until all are Running; before
-//     each, as many bare pods the same way (the floor), and the VMIs' P50
-//     and P95 over the bare pods'. Each burst waits for a quiet node first
-//     (every CPU under 15 % busy for 2 s): the kubelet tears pods down for
-//     seconds after their API objects are gone, and that work must not land
-//     in the next burst. The 100 VMIs are the overhead scenario's 100 and
+//     each, as many bare pods the same way (the floor), then as many
+//     launcher-shaped pods (a burst VMI's launcher pod as the controller
+//     renders it, without the VMI: the pod shape's share of the start), and
+//     the VMIs' P50 and P95 over the bare pods'. Each burst waits for a
+//     quiet node first (every CPU under 15 % busy for 2 s): the kubelet
+//     tears pods down for seconds after their API objects are gone, and
+//     that work must not land in the next burst. The 100 VMIs are the overhead scenario's 100 and
 //     the restart scenario's.
 //   - restart:    with those VMs running, SIGKILL the agent process: time
 //     until the new agent holds a QMP connection to every VM again, and the

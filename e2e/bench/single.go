@@ -46,7 +46,7 @@ func runSingle(ctx context.Context, e *env, r *Report, runs int, quietWait time.
 		} else if !st.quiet {
 			notQuiet++
 		}
-		bare, err := barePodBurst(ctx, e, fmt.Sprintf("single-bare-%d", i), 1, 0)
+		bare, err := floorPodBurst(ctx, e, fmt.Sprintf("single-bare-%d", i), 1, 0, e.barePod)
 		if err != nil {
 			return "", fmt.Errorf("bare pod: %w", err)
 		}
