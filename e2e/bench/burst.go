@@ -8,6 +8,9 @@ import (
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 )
 
+// burstPrefix names the burst's VMIs (vmiName).
+const burstPrefix = "burst"
+
 // runBurst first creates n bare pods interval apart (the floor: what the
 // kubelet does for any pod, same node and CPU request) and deletes them,
 // then n launcher-shaped pods the same way (launchershape.go: what the
@@ -43,7 +46,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 		return fmt.Errorf("before the VMIs: %w", err)
 	}
 	first := time.Now()
-	created, err := createPaused(ctx, e, "burst", 0, n, interval)
+	created, err := createPaused(ctx, e, burstPrefix, 0, n, interval)
 	if err != nil {
 		return err
 	}

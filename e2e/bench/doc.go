@@ -20,6 +20,8 @@
 //     and until Paused=True (or its removal) is visible through the API
 //     server; the floor, in the same run: QMP stop and cont through the
 //     node API's QMP passthrough (no durable intent), settled the same way.
+//     Once more after the restart scenario, on the first of the burst's 100
+//     VMIs (unpaused and booted first) with the other 99 on the node.
 //   - burst:      50, then 100 VMIs (startStrategy Paused) created 100 ms
 //     apart: creation → Running per VMI, and until all are Running; before
 //     each, as many bare pods the same way (the floor), then as many

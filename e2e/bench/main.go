@@ -260,7 +260,7 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 			return fmt.Errorf("single: %w", err)
 		}
 		if s.has("pause") {
-			if err := runPause(ctx, e, r, name, s.PauseCycles); err != nil {
+			if err := runPause(ctx, e, r, pauseTarget{vmi: name, about: "the running single VMI"}, s.PauseCycles); err != nil {
 				return fmt.Errorf("pause: %w", err)
 			}
 		}
@@ -294,6 +294,11 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 		for i := 0; s.has("restart") && i < s.Repeat; i++ {
 			if err := runRestart(ctx, e, r, s.Burst); err != nil {
 				return fmt.Errorf("restart %d: %w", i+1, err)
+			}
+		}
+		if s.has("pause") {
+			if err := runPauseAmong(ctx, e, r, s.Burst, s.PauseCycles, s.Repeat, s.QuietWait); err != nil {
+				return fmt.Errorf("pause with %d VMs on the node: %w", s.Burst, err)
 			}
 		}
 		if err := cleanUp(); err != nil {

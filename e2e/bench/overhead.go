@@ -37,7 +37,7 @@ func createPaused(ctx context.Context, e *env, prefix string, from, to int, inte
 			case <-tick:
 			}
 		}
-		name := fmt.Sprintf("%s-%03d", prefix, i)
+		name := vmiName(prefix, i)
 		vmi, err := newVMI(pausedVMI, name)
 		if err != nil {
 			return created, err
@@ -50,6 +50,9 @@ func createPaused(ctx context.Context, e *env, prefix string, from, to int, inte
 	}
 	return created, nil
 }
+
+// vmiName is the name createPaused gives the i-th VMI of prefix.
+func vmiName(prefix string, i int) string { return fmt.Sprintf("%s-%03d", prefix, i) }
 
 // agentRSS is the agent process's RSS in bytes.
 func (e *env) agentRSS(ctx context.Context) (int64, error) {
