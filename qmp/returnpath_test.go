@@ -2,11 +2,13 @@ package qmp_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/qmp"
 )
 
@@ -73,12 +75,19 @@ func TestQEMU_ReturnPath(t *testing.T) {
 			if !tc.returnPath {
 				return
 			}
-			// The failed migration gave the guest back to the source.
-			st, err := c.QueryStatus(ctx)
-			must(t, err)
-			if st.Status != "running" {
-				t.Errorf("source run state %q after the failed migration, want running", st.Status)
-			}
+			// The failed migration gives the guest back to the source:
+			// QEMU reports the migration failed a moment before it leaves
+			// finish-migrate and resumes the guest.
+			testenv.Eventually(t, 10*time.Second, "the source guest running again after the failed migration", func() error {
+				st, err := c.QueryStatus(ctx)
+				if err != nil {
+					return err
+				}
+				if st.Status != "running" {
+					return fmt.Errorf("run state %q", st.Status)
+				}
+				return nil
+			})
 		})
 	}
 }
