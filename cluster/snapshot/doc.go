@@ -55,5 +55,14 @@
 //
 // Of VirtualMachine: status.snapshotInProgress (set and cleared).
 //
-// Not yet: VirtualMachineRestore.
+// # Restore (restore.go, restoreplan.go)
+//
+// The restore loop waits for a ready snapshot, holds an existing target
+// (status.restoreInProgress) until it is stopped as the restore's
+// targetReadinessPolicy says, creates a claim per volume backup from its
+// VolumeSnapshot, then writes the target VM (or creates it), marked with
+// the restore.kubevirt.io/lastRestoreUID annotation so that a round whose
+// status write was lost recognises its own work. Of VirtualMachineRestore
+// it writes status (restores, restoreTime, complete, conditions); of
+// VirtualMachine, status.restoreInProgress (set and cleared).
 package snapshot

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -145,7 +146,10 @@ func (c *Restorer) progress(ctx context.Context, r *snapshotv1.VirtualMachineRes
 	case err != nil:
 		return 0, err
 	}
-	if target != nil {
+	// A target r already wrote (its status write was lost) is not a
+	// target to stop: r only has its status left to write.
+	written := target != nil && RestoredBy(target, r)
+	if target != nil && !written {
 		ready, retry, err := c.targetStopped(ctx, r, target, now)
 		if err != nil || !ready {
 			return retry, err
@@ -179,17 +183,30 @@ func (c *Restorer) progress(ctx context.Context, r *snapshotv1.VirtualMachineRes
 	if err != nil {
 		return 0, c.failRestore(r, err.Error(), now)
 	}
-	if target == nil {
+	switch {
+	case written:
+		// The VM r created may have died before it owned its claims.
+		if err := c.ownClaims(ctx, r, target); err != nil {
+			return 0, err
+		}
+	case target == nil:
 		created, err := c.d.VMAPI.VirtualMachines(r.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: v1.ManagerController})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		if apierrors.IsAlreadyExists(err) {
+			// The cache is behind: r created it a round ago, or someone
+			// else did since, and it is a target to stop.
+			if created, err = c.d.VMAPI.VirtualMachines(r.Namespace).Get(ctx, want.Name, metav1.GetOptions{}); err != nil {
+				return 0, fmt.Errorf("restore %s/%s: get VM %s: %w", r.Namespace, r.Name, want.Name, err)
+			}
+			if !RestoredBy(created, r) {
+				return 0, fmt.Errorf("restore %s/%s: VM %s appeared meanwhile; it is restored as an existing target once the cache has it", r.Namespace, r.Name, want.Name)
+			}
+		} else if err != nil {
 			return 0, c.failRestore(r, fmt.Sprintf("create VM %s: %v", want.Name, err), now)
 		}
-		if err == nil {
-			if err := c.ownClaims(ctx, r, created); err != nil {
-				return 0, err
-			}
+		if err := c.ownClaims(ctx, r, created); err != nil {
+			return 0, err
 		}
-	} else if !equality.Semantic.DeepEqual(target.Spec, want.Spec) {
+	default:
 		if _, err := c.d.VMAPI.VirtualMachines(r.Namespace).Update(ctx, want, metav1.UpdateOptions{FieldManager: v1.ManagerController}); err != nil {
 			return 0, fmt.Errorf("restore %s/%s: update VM %s: %w", r.Namespace, r.Name, want.Name, err)
 		}
@@ -273,8 +290,13 @@ func (c *Restorer) ownClaims(ctx context.Context, r *snapshotv1.VirtualMachineRe
 		if len(pvc.OwnerReferences) > 0 {
 			continue
 		}
-		pvc.OwnerReferences = []metav1.OwnerReference{vmOwner(vm)}
-		if _, err := c.rd.PVCAPI.PersistentVolumeClaims(r.Namespace).Update(ctx, pvc, metav1.UpdateOptions{FieldManager: v1.ManagerController}); err != nil {
+		// A patch, not an update: the claim is being provisioned, and
+		// the provisioner's writes to it would make an update conflict.
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": []metav1.OwnerReference{vmOwner(vm)}}})
+		if err != nil {
+			return err
+		}
+		if _, err := c.rd.PVCAPI.PersistentVolumeClaims(r.Namespace).Patch(ctx, pvc.Name, types.StrategicMergePatchType, patch, patchOptions); err != nil {
 			return fmt.Errorf("restore %s/%s: own claim %s: %w", r.Namespace, r.Name, pvc.Name, err)
 		}
 	}

@@ -64,6 +64,9 @@ func TestRestoredSpec(t *testing.T) {
 	if vm.Name != "copy" || vm.Labels["app"] != "x" || vols[0].PersistentVolumeClaim.ClaimName != "restore-r-uid-data" || vols[1].PersistentVolumeClaim.ClaimName != "unsnapshotted" {
 		t.Errorf("new VM %s %v volumes %+v", vm.Name, vm.Labels, vols)
 	}
+	if got := vm.Annotations[LastRestoreAnnotation]; got != "r-r-uid" {
+		t.Errorf("new VM annotated %s=%q, want r-r-uid", LastRestoreAnnotation, got)
+	}
 	target := &v1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: "copy", ResourceVersion: "7"}, Spec: v1.VirtualMachineSpec{RunStrategy: ptr.To(v1.RunStrategyHalted)}}
 	if vm, err = RestoredSpec(r, content, target); err != nil || *vm.Spec.RunStrategy != v1.RunStrategyHalted || vm.ResourceVersion != "7" {
 		t.Errorf("existing target: %v, run strategy %v, resourceVersion %q", err, vm.Spec.RunStrategy, vm.ResourceVersion)
@@ -232,5 +235,50 @@ func TestRestore_WaitsForSnapshot(t *testing.T) {
 	r := f.syncRestore("r")
 	if ptr.Deref(r.Status.Complete, false) || !strings.Contains(conditionOf(r, snapshotv1.ConditionReady).Message, "does not exist") {
 		t.Errorf("status %+v", r.Status)
+	}
+}
+
+// TestRestore_StatusLost: a restore whose status write was lost after it
+// created its VM (which then started) completes on its next round; it
+// does not wait for the VM it made to stop. The same for an existing
+// target it already wrote.
+func TestRestore_StatusLost(t *testing.T) {
+	for _, target := range []string{"copy", "vm"} {
+		f := newRestoreFixture(t, false, restoreOf(target, nil))
+		r := f.syncRestore("r")
+		if !ptr.Deref(r.Status.Complete, false) {
+			t.Fatalf("%s: status %+v", target, r.Status)
+		}
+		r.Status = nil
+		if _, err := f.client.SnapshotV1beta1().VirtualMachineRestores("ns").UpdateStatus(context.Background(), r, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		_ = f.stores["vmi"].Add(&v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: target, Namespace: "ns"}, Status: v1.VirtualMachineInstanceStatus{Phase: v1.Running}})
+		r = f.syncRestore("r")
+		if !ptr.Deref(r.Status.Complete, false) {
+			t.Errorf("%s: after the lost status write: complete %v, conditions %+v", target, r.Status.Complete, r.Status.Conditions)
+		}
+	}
+}
+
+// TestRestore_StaleCache: a restore whose status write was lost, synced
+// again before the cache has the VM it created, finds that VM by its
+// create's AlreadyExists and completes.
+func TestRestore_StaleCache(t *testing.T) {
+	f := newRestoreFixture(t, false, restoreOf("copy", nil))
+	r := f.syncRestore("r")
+	r.Status = nil
+	r, err := f.client.SnapshotV1beta1().VirtualMachineRestores("ns").UpdateStatus(context.Background(), r, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = f.restores.Update(r)
+	_ = f.stores["vm"].Delete(&v1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "copy"}})
+	if err := f.rc.Sync(context.Background(), "ns/r"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	r, _ = f.client.SnapshotV1beta1().VirtualMachineRestores("ns").Get(context.Background(), "r", metav1.GetOptions{})
+	if !ptr.Deref(r.Status.Complete, false) {
+		t.Errorf("complete %v, conditions %+v", r.Status.Complete, r.Status.Conditions)
 	}
 }

@@ -28,6 +28,23 @@ const RestoreGracePeriod = 5 * time.Minute
 // RestoreAnnotation names the restore that made a claim.
 const RestoreAnnotation = "restore.kubevirt.io/name"
 
+// LastRestoreAnnotation on a VM names the last restore that wrote it, as
+// <restore name>-<restore uid> (KubeVirt's restore.kubevirt.io/lastRestoreUID):
+// a restore whose status write was lost knows on its next round that the
+// target is already its work, and completes instead of treating the VM it
+// created (and that may be running by then) as a target to stop.
+const LastRestoreAnnotation = "restore.kubevirt.io/lastRestoreUID"
+
+// restoreMark is r's value of LastRestoreAnnotation.
+func restoreMark(r *snapshotv1.VirtualMachineRestore) string {
+	return fmt.Sprintf("%s-%s", r.Name, r.UID)
+}
+
+// RestoredBy reports whether vm was written by restore r.
+func RestoredBy(vm *v1.VirtualMachine, r *snapshotv1.VirtualMachineRestore) bool {
+	return vm.Annotations[LastRestoreAnnotation] == restoreMark(r)
+}
+
 // RestoredClaimName is the name of the claim restored for volume by
 // restore r: the override's restoreName, else restore-<restore uid>-<volume>
 // (KubeVirt's RandomizeNames).
@@ -79,8 +96,8 @@ func RestoredClaim(r *snapshotv1.VirtualMachineRestore, b snapshotv1.VolumeBacku
 }
 
 // RestoredSpec is the VM spec restore r gives its target: the captured
-// spec with each restored volume on its new claim, the patches applied,
-// and, for an existing target, the target's own run strategy (a restore
+// spec with each restored volume on its new claim, marked with
+// LastRestoreAnnotation, the patches applied, and, for an existing target, the target's own run strategy (a restore
 // does not start or stop a VM). It is pure.
 func RestoredSpec(r *snapshotv1.VirtualMachineRestore, content *snapshotv1.VirtualMachineSnapshotContent, target *v1.VirtualMachine) (*v1.VirtualMachine, error) {
 	src := content.Spec.Source.VirtualMachine
@@ -97,6 +114,7 @@ func RestoredSpec(r *snapshotv1.VirtualMachineRestore, content *snapshotv1.Virtu
 		vm.Status = *target.Status.DeepCopy()
 		vm.Spec.RunStrategy, vm.Spec.Running = target.Spec.RunStrategy, target.Spec.Running
 	}
+	vm.Annotations = setKey(vm.Annotations, LastRestoreAnnotation, restoreMark(r))
 	restored := map[string]string{}
 	for _, b := range content.Spec.VolumeBackups {
 		restored[b.VolumeName] = RestoredClaimName(r, b.VolumeName)
