@@ -34,6 +34,7 @@ func TestBenchSmoke(t *testing.T) {
 		// Other packages' tests share the machine: a short wait, then
 		// measured anyway (the report says so).
 		QuietWait: 5 * time.Second,
+		ReapWait:  5 * time.Second,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 35*time.Minute) // the lock may be held by the acceptance suite
 	defer cancel()

@@ -19,13 +19,13 @@ const burstPrefix = "burst"
 // creation → Running per pod and VMI, creation → Scheduled (the controller
 // placed the pod) per VMI, the time from the first creation until all are
 // Running, and the VMIs' P50 and P95 over each floor's. The VMIs stay.
-func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait time.Duration) error {
+func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait, reapWait time.Duration) error {
 	const sc = "burst"
 	shape, err := launcherPodTemplate(ctx, e)
 	if err != nil {
 		return fmt.Errorf("launcher pod shape: %w", err)
 	}
-	settleBare, err := waitQuiet(ctx, quietWait)
+	settleBare, err := e.settleBurst(ctx, reapWait, quietWait)
 	if err != nil {
 		return fmt.Errorf("before the bare pods: %w", err)
 	}
@@ -33,7 +33,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 	if err != nil {
 		return fmt.Errorf("bare pods: %w", err)
 	}
-	settleShaped, err := waitQuiet(ctx, quietWait)
+	settleShaped, err := e.settleBurst(ctx, reapWait, quietWait)
 	if err != nil {
 		return fmt.Errorf("before the launcher-shaped pods: %w", err)
 	}
@@ -41,7 +41,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 	if err != nil {
 		return fmt.Errorf("launcher-shaped pods: %w", err)
 	}
-	settleVMIs, err := waitQuiet(ctx, quietWait)
+	settleVMIs, err := e.settleBurst(ctx, reapWait, quietWait)
 	if err != nil {
 		return fmt.Errorf("before the VMIs: %w", err)
 	}
@@ -96,7 +96,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 	if err := agentTimeline(ctx, e, r, fmt.Sprintf("%d VMIs", n), sortedNames(created)); err != nil {
 		return err
 	}
-	r.note(sc, "%d VMIs created %v apart on one node, all Running %v after the first creation; before them, in the same run, %d bare pods (one container of the pause image, the same node and CPU request), then %d launcher-shaped pods (the launcher pod the controller rendered for such a VMI, without the VMI), each created %v apart and deleted again. Each burst waited for a quiet node, every CPU under %.0f%% busy for %v (before the bare pods: %v; before the launcher-shaped pods: %v; before the VMIs: %v; a burst's teardown goes on after its API objects are gone).", n, interval, all.Round(100*time.Millisecond), n, n, interval, quietBusy*100, quietWindow*quietSamples, settleBare, settleShaped, settleVMIs)
+	r.note(sc, "%d VMIs created %v apart on one node, all Running %v after the first creation; before them, in the same run, %d bare pods (one container of the pause image, the same node and CPU request), then %d launcher-shaped pods (the launcher pod the controller rendered for such a VMI, without the VMI), each created %v apart and deleted again. Each burst waited until containerd held none of the step before's dead sandboxes (the kubelet's garbage collection removes them once a minute, all at once), then for a quiet node, every CPU under %.0f%% busy for %v (before the bare pods: %v; before the launcher-shaped pods: %v; before the VMIs: %v; a burst's teardown goes on after its API objects are gone).", n, interval, all.Round(100*time.Millisecond), n, n, interval, quietBusy*100, quietWindow*quietSamples, settleBare, settleShaped, settleVMIs)
 	return nil
 }
 
@@ -106,4 +106,26 @@ func burstNotes(r *Report) {
 	r.note(sc, "Where the time goes: creation → Scheduling is the controller, Scheduling → Scheduled the scheduler and the kubelet starting the pod (the launcher pod shape above says how many containers; on this machine the pods' container starts share 2 cores), Scheduled → Running the agent. The agent starts a VMI (network, QEMU, QMP) as soon as its launcher answers in the pod, before the kubelet reported the pod running and the controller Scheduled (node/agent/prelaunch.go), so Scheduled → Running is what is left of the start once the pod is reported running, plus the status write. The launcher-shaped pods split the VMIs' ratio over the bare pods in two: theirs over the bare pods is what the launcher pod's shape costs the kubelet, containerd and the device plugin; the VMIs' over theirs is the VM's own start (controller, agent, QEMU, the VMI's API writes) on the same cores.")
 	r.note(sc, "Agent timeline: the agent's own record of each VMI's start (nodectl timeline): Adopted (the agent took the VMI), NetworkAllocated (intent recorded), NetworkReady (tap, bridge, nftables, DHCP in the pod), Launching (spec sent to the launcher), Attached (QMP connected to the running QEMU).")
 	r.note(sc, "VMIs: startStrategy Paused, containerDisk (the test guest's disk image), masquerade NIC, 64 MiB guest memory, CPU request 5m (the default 100m per vCPU fits only 16 such pods on this 2-core node).")
+}
+
+// burstSettle is how the waits before one burst ended.
+type burstSettle struct {
+	reaped reaped
+	quiet  settle
+}
+
+func (s burstSettle) String() string { return s.reaped.String() + ", " + s.quiet.String() }
+
+// settleBurst waits for the runtime to drop the step before's dead
+// sandboxes (up to reapWait), then for a quiet node (up to quietWait).
+func (e *env) settleBurst(ctx context.Context, reapWait, quietWait time.Duration) (burstSettle, error) {
+	rp, err := e.waitReaped(ctx, reapWait)
+	if err != nil {
+		return burstSettle{}, err
+	}
+	q, err := waitQuiet(ctx, quietWait)
+	if err != nil {
+		return burstSettle{}, err
+	}
+	return burstSettle{reaped: rp, quiet: q}, nil
 }

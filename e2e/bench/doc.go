@@ -27,11 +27,14 @@
 //     each, as many bare pods the same way (the floor), then as many
 //     launcher-shaped pods (a burst VMI's launcher pod as the controller
 //     renders it, without the VMI: the pod shape's share of the start), and
-//     the VMIs' P50 and P95 over the bare pods'. Each burst waits for a
-//     quiet node first (every CPU under 15 % busy for 2 s): the kubelet
-//     tears pods down for seconds after their API objects are gone, and
-//     that work must not land in the next burst. The 100 VMIs are the overhead scenario's 100 and
-//     the restart scenario's.
+//     the VMIs' P50 and P95 over the bare pods'. Each burst waits first
+//     until containerd holds none of the step before's dead sandboxes (the
+//     kubelet's garbage collection removes them once a minute, all at once,
+//     for seconds of CPU; reap.go), then for a quiet node (every CPU under
+//     15 % busy for 2 s): the kubelet tears pods down for seconds after
+//     their API objects are gone, and that work must not land in the next
+//     burst. The 100 VMIs are the overhead scenario's 100 and the restart
+//     scenario's.
 //   - restart:    with those VMs running, SIGKILL the agent process: time
 //     until the new agent holds a QMP connection to every VM again, and the
 //     number of VMs disturbed (QEMU replaced, phase or pause state changed).

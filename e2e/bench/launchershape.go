@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -34,15 +32,11 @@ func launcherPodTemplate(ctx context.Context, e *env) (*corev1.Pod, error) {
 	if _, err := e.createVMI(ctx, vmi); err != nil {
 		return nil, err
 	}
-	client := e.virt.KubevirtV1().VirtualMachineInstances(benchNamespace)
 	var pod *corev1.Pod
 	err = poll(ctx, 2*time.Minute, 100*time.Millisecond, "the launcher pod of VMI "+shapeVMIName, func() (bool, error) {
-		got, err := client.Get(ctx, shapeVMIName, metav1.GetOptions{})
+		got, err := e.virt.KubevirtV1().VirtualMachineInstances(benchNamespace).Get(ctx, shapeVMIName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
-		}
-		if got.UID == "" {
-			return false, nil
 		}
 		pod, err = e.launcherPod(ctx, string(got.UID))
 		return err == nil, err
@@ -50,21 +44,8 @@ func launcherPodTemplate(ctx context.Context, e *env) (*corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := client.Delete(ctx, shapeVMIName, metav1.DeleteOptions{}); err != nil {
-		return nil, fmt.Errorf("delete VMI %s: %w", shapeVMIName, err)
-	}
-	pods := e.kube.CoreV1().Pods(benchNamespace)
-	err = poll(ctx, 2*time.Minute, 200*time.Millisecond, "VMI "+shapeVMIName+" and its launcher pod gone", func() (bool, error) {
-		if _, err := client.Get(ctx, shapeVMIName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			return false, err
-		}
-		_, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
-	})
-	if err != nil {
+	// It is the only VMI in the namespace.
+	if err := e.deleteVMIs(ctx); err != nil {
 		return nil, err
 	}
 	return launcherShaped(pod, e.node.Name), nil

@@ -47,6 +47,10 @@ type Settings struct {
 	// QuietWait is the longest the bursts and the single runs wait for a
 	// quiet node before they start (0: they start at once).
 	QuietWait time.Duration `json:"quietWait"`
+	// ReapWait is the longest each burst waits, before its quiet node,
+	// for the runtime to drop the dead sandboxes of the step before it
+	// (reap.go).
+	ReapWait time.Duration `json:"reapWait"`
 }
 
 func (s Settings) String() string {
@@ -54,8 +58,8 @@ func (s Settings) String() string {
 	for i, n := range s.OverheadAt {
 		at[i] = strconv.Itoa(n)
 	}
-	return fmt.Sprintf("scenarios %s; short scenarios repeated %d×; single runs %d; pause cycles %d; virtctl cycles %d; bursts of %d and %d VMIs (and as many bare pods) %v apart; overhead at %s/%d VMs; controller %d VMIs; %d snapshots and restores; waits for a quiet node up to %v",
-		strings.Join(s.Scenarios, ","), s.Repeat, s.SingleRuns, s.PauseCycles, s.VirtctlCycles, s.BurstSmall, s.Burst, s.BurstInterval, strings.Join(at, "/"), s.Burst, s.ControllerVMIs, s.SnapshotCycles, s.QuietWait)
+	return fmt.Sprintf("scenarios %s; short scenarios repeated %d×; single runs %d; pause cycles %d; virtctl cycles %d; bursts of %d and %d VMIs (and as many bare pods) %v apart; overhead at %s/%d VMs; controller %d VMIs; %d snapshots and restores; waits for a quiet node up to %v, for dead sandboxes to be reaped up to %v",
+		strings.Join(s.Scenarios, ","), s.Repeat, s.SingleRuns, s.PauseCycles, s.VirtctlCycles, s.BurstSmall, s.Burst, s.BurstInterval, strings.Join(at, "/"), s.Burst, s.ControllerVMIs, s.SnapshotCycles, s.QuietWait, s.ReapWait)
 }
 
 // Validate checks the settings, naming the flag of a bad one.
@@ -89,6 +93,9 @@ func (s Settings) Validate() error {
 	}
 	if s.QuietWait < 0 {
 		errs = append(errs, fmt.Errorf("-quiet-wait %v: must not be negative", s.QuietWait))
+	}
+	if s.ReapWait < 0 {
+		errs = append(errs, fmt.Errorf("-reap-wait %v: must not be negative", s.ReapWait))
 	}
 	if s.BurstInterval < 0 {
 		errs = append(errs, fmt.Errorf("-burst-interval %v: must not be negative", s.BurstInterval))
@@ -130,6 +137,7 @@ func run() error {
 	flag.IntVar(&s.ControllerVMIs, "controller-vmis", 8000, "VMIs of the controller scale scenario")
 	flag.IntVar(&s.SnapshotCycles, "snapshot-cycles", 5, "snapshots (and restores) of the snapshot scenario's VM")
 	flag.DurationVar(&s.QuietWait, "quiet-wait", time.Minute, "the longest a burst or a single run waits for a quiet node (0: no wait)")
+	flag.DurationVar(&s.ReapWait, "reap-wait", 2*time.Minute, "the longest a burst waits for the kubelet to reap the dead sandboxes of the step before it (0: no wait)")
 	out := flag.String("out", "", "directory for the reports (default <repo>/_output/bench)")
 	docs := flag.Bool("docs", false, "also write docs/benchmarks.md and docs/benchmarks.json")
 	keep := flag.Bool("keep", false, "leave a cluster this run started running")
@@ -276,14 +284,14 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 	if s.has("burst") || s.has("restart") || s.has("overhead") {
 		burstNotes(r)
 		if s.BurstSmall > 0 && s.has("burst") {
-			if err := runBurst(ctx, e, r, s.BurstSmall, s.BurstInterval, s.QuietWait); err != nil {
+			if err := runBurst(ctx, e, r, s.BurstSmall, s.BurstInterval, s.QuietWait, s.ReapWait); err != nil {
 				return fmt.Errorf("burst of %d: %w", s.BurstSmall, err)
 			}
 			if err := cleanUp(); err != nil {
 				return err
 			}
 		}
-		if err := runBurst(ctx, e, r, s.Burst, s.BurstInterval, s.QuietWait); err != nil {
+		if err := runBurst(ctx, e, r, s.Burst, s.BurstInterval, s.QuietWait, s.ReapWait); err != nil {
 			return fmt.Errorf("burst: %w", err)
 		}
 		if s.has("overhead") {
