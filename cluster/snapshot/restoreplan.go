@@ -97,8 +97,9 @@ func RestoredClaim(r *snapshotv1.VirtualMachineRestore, b snapshotv1.VolumeBacku
 
 // RestoredSpec is the VM spec restore r gives its target: the captured
 // spec with each restored volume on its new claim, marked with
-// LastRestoreAnnotation, the patches applied, and, for an existing target, the target's own run strategy (a restore
-// does not start or stop a VM). It is pure.
+// LastRestoreAnnotation, the patches applied, and, for an existing
+// target, the target's own run strategy (a restore does not start or stop
+// a VM). It is pure.
 func RestoredSpec(r *snapshotv1.VirtualMachineRestore, content *snapshotv1.VirtualMachineSnapshotContent, target *v1.VirtualMachine) (*v1.VirtualMachine, error) {
 	src := content.Spec.Source.VirtualMachine
 	if src == nil {
