@@ -53,7 +53,7 @@ var qemuOptions = map[string]optionSyntax{
 	"-tpmdev":  {arg: true, opts: true, implied: true, keys: []string{"id", "chardev"}},
 	"-vnc":     {arg: true, opts: true, implied: true},
 	"-device": {arg: true, json: true, keys: []string{"driver", "id", "bus", "chardev", "name", "drive",
-		"serial", "bootindex", "write-cache", "netdev", "mac", "rng", "iothread", "num-queues", "tpmdev"}},
+		"serial", "bootindex", "write-cache", "netdev", "mac", "rng", "iothread", "num-queues", "tpmdev", "ioeventfd"}},
 	"-blockdev": {arg: true, json: true, keys: []string{"driver", "filename", "node-name", "read-only", "file", "cache", "aio"}},
 	"-netdev":   {arg: true, json: true, keys: []string{"type", "id", "ifname", "script", "downscript"}},
 }
