@@ -55,19 +55,19 @@ func BenchmarkList(b *testing.B) {
 	}
 }
 
-// BenchmarkByName measures finding one VMI's records by name among
+// BenchmarkRefsByName measures finding one VMI's records by name among
 // benchRecords (what the node API does on every request).
-func BenchmarkByName(b *testing.B) {
+func BenchmarkRefsByName(b *testing.B) {
 	ctx := context.Background()
 	db, uids := benchDB(b)
 	for i := 0; b.Loop(); i++ {
 		uid := uids[i%len(uids)]
-		rs, err := db.ByName(ctx, "default", "vm-"+uid)
+		rs, err := db.RefsByName(ctx, "default", "vm-"+uid)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if len(rs) != 1 {
-			b.Fatalf("ByName found %d records, want 1", len(rs))
+			b.Fatalf("RefsByName found %d records, want 1", len(rs))
 		}
 	}
 }

@@ -68,13 +68,13 @@ and its timeline never disagree.
 
 # Lookups by name
 
-ByName finds a VMI's records by namespace and name without decoding the
-others, through an in-memory index (namespace, name and Gone time of every
-record) that Open builds from the file and every write transaction updates
-under bbolt's writer lock. The index is a hint: readers read the records it
-names and skip what is not there, and a transaction that fails after
-changing it has it rebuilt from the file. Prune finds its candidates the
-same way.
+RefsByName finds a VMI's records by namespace and name, with their Gone
+times, without decoding any record, through an in-memory index
+(namespace, name and Gone time of every record) that Open builds from the
+file and every write transaction updates under bbolt's writer lock. The
+index is a hint: readers check that the records it names are in the file
+and skip what is not there, and a transaction that fails after changing it
+has it rebuilt from the file. Prune finds its candidates the same way.
 
 # Tombstones
 

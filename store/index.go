@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -110,6 +111,19 @@ func (ix *index) named(namespace, name string) []string {
 	}
 	slices.Sort(uids)
 	return uids
+}
+
+// refs returns the UID and Gone time of each record indexed under
+// namespace/name, sorted by UID.
+func (ix *index) refs(namespace, name string) []Ref {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	refs := make([]Ref, 0, len(ix.byName[nameKey{namespace, name}]))
+	for uid := range ix.byName[nameKey{namespace, name}] {
+		refs = append(refs, Ref{UID: uid, Gone: ix.byUID[uid].gone})
+	}
+	slices.SortFunc(refs, func(a, b Ref) int { return strings.Compare(a.UID, b.UID) })
+	return refs
 }
 
 // live returns the UIDs of the records that are not tombstones, sorted.

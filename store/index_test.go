@@ -10,12 +10,12 @@ import (
 	"github.com/nodevirt/nodevirt/store"
 )
 
-// uidsOf returns the UIDs of the records ByName finds for ns/name.
+// uidsOf returns the UIDs of the records RefsByName finds for ns/name.
 func uidsOf(t *testing.T, db *store.DB, ns, name string) []string {
 	t.Helper()
-	rs, err := db.ByName(context.Background(), ns, name)
+	rs, err := db.RefsByName(context.Background(), ns, name)
 	if err != nil {
-		t.Fatalf("ByName(%s/%s): %v", ns, name, err)
+		t.Fatalf("RefsByName(%s/%s): %v", ns, name, err)
 	}
 	uids := []string{}
 	for _, r := range rs {
@@ -24,7 +24,7 @@ func uidsOf(t *testing.T, db *store.DB, ns, name string) []string {
 	return uids
 }
 
-func TestByName(t *testing.T) {
+func TestRefsByName(t *testing.T) {
 	ctx := context.Background()
 	db, path := openTest(t, store.Options{})
 	for _, r := range []store.Record{
@@ -38,20 +38,25 @@ func TestByName(t *testing.T) {
 	if _, err := db.MarkGone(ctx, "a", t0); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"a", "b"}, uidsOf(t, db, "ns", "vm")); diff != "" {
-		t.Errorf("ByName(ns/vm) (-want +got):\n%s", diff)
+	refs, err := db.RefsByName(ctx, "ns", "vm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.Ref{{UID: "a", Gone: t0}, {UID: "b"}}
+	if diff := cmp.Diff(want, refs, cmp.Comparer(time.Time.Equal)); diff != "" {
+		t.Errorf("RefsRefsByName(ns/vm) (-want +got):\n%s", diff)
 	}
 	if err := db.Delete(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"a"}, uidsOf(t, db, "ns", "vm")); diff != "" {
-		t.Errorf("ByName(ns/vm) after Delete (-want +got):\n%s", diff)
+		t.Errorf("RefsByName(ns/vm) after Delete (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"c", "d"}, db.LiveUIDs()); diff != "" {
 		t.Errorf("LiveUIDs (-want +got):\n%s", diff)
 	}
 	if got := uidsOf(t, db, "ns", "nope"); len(got) != 0 {
-		t.Errorf("ByName(ns/nope) = %v, want none", got)
+		t.Errorf("RefsByName(ns/nope) = %v, want none", got)
 	}
 
 	// A reopened file is indexed from what it holds.
@@ -61,14 +66,14 @@ func TestByName(t *testing.T) {
 	ro := reopen(t, path, store.Options{ReadOnly: true})
 	for name, want := range map[string][]string{"vm": {"a"}, "other": {"c"}} {
 		if diff := cmp.Diff(want, uidsOf(t, ro, "ns", name)); diff != "" {
-			t.Errorf("reopened: ByName(ns/%s) (-want +got):\n%s", name, diff)
+			t.Errorf("reopened: RefsByName(ns/%s) (-want +got):\n%s", name, diff)
 		}
 	}
 }
 
 // A transaction that fails after its record was written leaves the index
 // as the file is.
-func TestByName_RolledBack(t *testing.T) {
+func TestRefsByName_RolledBack(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openTest(t, store.Options{})
 	mustPut(t, db, store.Record{UID: "a", Namespace: "ns", Name: "vm"})
@@ -83,9 +88,9 @@ func TestByName_RolledBack(t *testing.T) {
 		t.Fatal("Update with an unencodable event succeeded")
 	}
 	if got := uidsOf(t, db, "ns", "renamed"); len(got) != 0 {
-		t.Errorf("ByName(ns/renamed) after the rollback = %v, want none", got)
+		t.Errorf("RefsByName(ns/renamed) after the rollback = %v, want none", got)
 	}
 	if diff := cmp.Diff([]string{"a"}, uidsOf(t, db, "ns", "vm")); diff != "" {
-		t.Errorf("ByName(ns/vm) after the rollback (-want +got):\n%s", diff)
+		t.Errorf("RefsByName(ns/vm) after the rollback (-want +got):\n%s", diff)
 	}
 }

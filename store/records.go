@@ -2,8 +2,8 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"time"
 )
 
 // Get returns the record of the VMI with the given UID, tombstone or not.
@@ -39,22 +39,27 @@ func (db *DB) List(ctx context.Context) ([]Record, error) {
 	return rs, nil
 }
 
-// ByName returns the records of the VMI namespace/name, tombstones
-// included, ordered by UID: a name is reused by VMIs that come and go, each
-// with its own UID. It reads only those records, whatever the store holds.
-func (db *DB) ByName(ctx context.Context, namespace, name string) ([]Record, error) {
-	var rs []Record
+// Ref names one record of a VMI and says whether it is a tombstone: what
+// choosing among the records of a name needs, without decoding them.
+type Ref struct {
+	UID  string
+	Gone time.Time // zero for a live record
+}
+
+// IsGone reports whether the record is a tombstone.
+func (r Ref) IsGone() bool { return !r.Gone.IsZero() }
+
+// RefsByName returns a Ref of each record of the VMI namespace/name,
+// tombstones included, ordered by UID, from the name index: it decodes no
+// record (a node API request by name costs no JSON). Every UID returned has
+// a committed record; its Gone time may be one a write transaction is
+// about to commit.
+func (db *DB) RefsByName(ctx context.Context, namespace, name string) ([]Ref, error) {
+	var refs []Ref
 	err := db.view(ctx, func(b buckets) error {
-		for _, uid := range b.ix.named(namespace, name) {
-			r, err := b.get(uid)
-			if errors.Is(err, ErrNotFound) {
-				continue // indexed by a transaction not committed (yet)
-			}
-			if err != nil {
-				return err
-			}
-			if r.Namespace == namespace && r.Name == name {
-				rs = append(rs, r)
+		for _, r := range b.ix.refs(namespace, name) {
+			if b.records.Get([]byte(r.UID)) != nil {
+				refs = append(refs, r)
 			}
 		}
 		return nil
@@ -62,7 +67,7 @@ func (db *DB) ByName(ctx context.Context, namespace, name string) ([]Record, err
 	if err != nil {
 		return nil, fmt.Errorf("records of %s/%s: %w", namespace, name, err)
 	}
-	return rs, nil
+	return refs, nil
 }
 
 // LiveUIDs returns the UIDs of the records that are not tombstones,

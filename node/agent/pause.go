@@ -44,15 +44,18 @@ func (a *Agent) Unpause(ctx context.Context, uid string) error {
 	return a.setPaused(ctx, uid, false)
 }
 
+// setPaused reads the record only in the write that persists the intent:
+// a pause is on the path users time, and decoding the record costs as much
+// as QEMU's stop.
 func (a *Agent) setPaused(ctx context.Context, uid string, paused bool) error {
-	d, err := a.liveDomain(ctx, uid)
-	if err != nil {
-		return err
-	}
-	conn := d.qmpConn()
-	if conn == nil {
+	d := a.domainIfAny(uid)
+	if d == nil || d.qmpConn() == nil {
+		if _, err := a.liveDomain(ctx, uid); err != nil {
+			return err
+		}
 		return fmt.Errorf("domain %s: %w", uid, api.ErrNotRunning)
 	}
+	conn := d.qmpConn()
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()
 	d.opMu.Lock()
@@ -61,10 +64,16 @@ func (a *Agent) setPaused(ctx context.Context, uid string, paused bool) error {
 	if !paused {
 		reason = "UnpauseRequested"
 	}
-	_, err = a.deps.Store.Update(ctx, uid, func(r *store.Record) error {
+	_, err := a.deps.Store.Update(ctx, uid, func(r *store.Record) error {
+		if r.IsGone() {
+			return errTombstone
+		}
 		r.Intent.Paused = paused
 		return nil
 	}, a.event(reason, "node API"))
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, errTombstone) {
+		return fmt.Errorf("domain %s: %w", uid, api.ErrNoDomain)
+	}
 	if err != nil {
 		return fmt.Errorf("domain %s: persist intent: %w", uid, err)
 	}
@@ -113,6 +122,9 @@ func (a *Agent) reapplyPause(ctx context.Context, o *Observation) error {
 	a.log.Info("re-applied pause", "vmi", o.name(), "uid", o.UID)
 	return a.deps.Store.AppendEvent(ctx, o.UID, a.event("PauseReapplied", "QEMU ran a guest the user paused"))
 }
+
+// errTombstone: the record is a tombstone, its VMI gone.
+var errTombstone = errors.New("record is a tombstone")
 
 // liveDomain returns the runtime of the live record uid.
 func (a *Agent) liveDomain(ctx context.Context, uid string) (*domain, error) {

@@ -41,16 +41,7 @@ func (s *Server) debugRoutes(mux *http.ServeMux) {
 // byRef resolves the query parameter vmi; live requires a live record.
 func (s *Server) byRef(live bool, h uidHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ref := r.URL.Query().Get("vmi")
-		rec, err := Resolve(r.Context(), s.deps.Records, ref)
-		if err == nil && live && rec.IsGone() {
-			err = fmt.Errorf("VMI %s: %w", ref, ErrNoDomain)
-		}
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		h(w, r, rec.UID)
+		s.serveResolved(w, r, r.URL.Query().Get("vmi"), live, h)
 	}
 }
 

@@ -42,9 +42,10 @@ type Domains interface {
 type Records interface {
 	Get(ctx context.Context, uid string) (store.Record, error)
 	List(ctx context.Context) ([]store.Record, error)
-	// ByName returns the records of the VMI namespace/name, tombstones
-	// included; it must not cost more with more records on the node.
-	ByName(ctx context.Context, namespace, name string) ([]store.Record, error)
+	// RefsByName names the records of the VMI namespace/name, tombstones
+	// included; it must not cost more with more records on the node, nor
+	// decode them.
+	RefsByName(ctx context.Context, namespace, name string) ([]store.Ref, error)
 	Timeline(ctx context.Context, uid string) ([]store.Event, error)
 }
 

@@ -14,19 +14,34 @@ var errNoRecord = errors.New("no record")
 // Resolve finds the record of a VMI given as ns/name or as a UID. By name
 // a live record wins over tombstones, then the newest tombstone.
 func Resolve(ctx context.Context, recs Records, ref string) (store.Record, error) {
+	r, err := resolveRef(ctx, recs, ref)
+	if err != nil {
+		return store.Record{}, err
+	}
+	rec, err := recs.Get(ctx, r.UID)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Record{}, fmt.Errorf("VMI %s: %w", ref, errNoRecord)
+	}
+	return rec, err
+}
+
+// resolveRef chooses the record of a VMI given as ns/name (from the name
+// index, decoding no record: every node API request by name comes here) or
+// as a UID, as Resolve does.
+func resolveRef(ctx context.Context, recs Records, ref string) (store.Ref, error) {
 	ns, name, byName := strings.Cut(ref, "/")
 	if !byName {
 		r, err := recs.Get(ctx, ref)
 		if errors.Is(err, store.ErrNotFound) {
-			return store.Record{}, fmt.Errorf("VMI %s: %w", ref, errNoRecord)
+			return store.Ref{}, fmt.Errorf("VMI %s: %w", ref, errNoRecord)
 		}
-		return r, err
+		return store.Ref{UID: r.UID, Gone: r.Gone}, err
 	}
-	all, err := recs.ByName(ctx, ns, name)
+	all, err := recs.RefsByName(ctx, ns, name)
 	if err != nil {
-		return store.Record{}, err
+		return store.Ref{}, err
 	}
-	var best *store.Record
+	var best *store.Ref
 	for i := range all {
 		r := &all[i]
 		if best == nil || better(r, best) {
@@ -34,13 +49,13 @@ func Resolve(ctx context.Context, recs Records, ref string) (store.Record, error
 		}
 	}
 	if best == nil {
-		return store.Record{}, fmt.Errorf("VMI %s: %w", ref, errNoRecord)
+		return store.Ref{}, fmt.Errorf("VMI %s: %w", ref, errNoRecord)
 	}
 	return *best, nil
 }
 
 // better reports whether r is a better match than cur for a name.
-func better(r, cur *store.Record) bool {
+func better(r, cur *store.Ref) bool {
 	if r.IsGone() != cur.IsGone() {
 		return !r.IsGone()
 	}

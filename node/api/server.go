@@ -73,16 +73,22 @@ type uidHandler func(w http.ResponseWriter, r *http.Request, uid string)
 // byName resolves {ns}/{name} to the VMI's live record.
 func (s *Server) byName(h uidHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		rec, err := Resolve(r.Context(), s.deps.Records, r.PathValue("ns")+"/"+r.PathValue("name"))
-		if err == nil && rec.IsGone() {
-			err = fmt.Errorf("VMI %s/%s: %w", r.PathValue("ns"), r.PathValue("name"), ErrNoDomain)
-		}
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		h(w, r, rec.UID)
+		s.serveResolved(w, r, r.PathValue("ns")+"/"+r.PathValue("name"), true, h)
 	}
+}
+
+// serveResolved calls h with the UID of the VMI ref (ns/name or a UID);
+// live requires a live record.
+func (s *Server) serveResolved(w http.ResponseWriter, r *http.Request, ref string, live bool, h uidHandler) {
+	rec, err := resolveRef(r.Context(), s.deps.Records, ref)
+	if err == nil && live && rec.IsGone() {
+		err = fmt.Errorf("VMI %s: %w", ref, ErrNoDomain)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	h(w, r, rec.UID)
 }
 
 // fail writes err as a JSON error with its status code.

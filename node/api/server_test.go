@@ -143,7 +143,10 @@ var (
 )
 
 func TestServer_Routes(t *testing.T) {
-	e := newEnv(t, live, gone)
+	// A tombstone of an earlier VMI of the same name: by name, the live
+	// record wins.
+	earlier := store.Record{UID: "u9", Namespace: "ns", Name: "vm", Gone: time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)}
+	e := newEnv(t, live, gone, earlier)
 	vmi := "/v1/namespaces/ns/virtualmachineinstances/"
 	tests := []struct {
 		method, path string
