@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -76,10 +77,12 @@ func startTime(pid int) (uint64, error) {
 	return v, nil
 }
 
-func bootID() string {
+// bootID is the kernel's boot ID, read once: it cannot change while this
+// process runs, and every observation of a domain asks for it.
+var bootID = sync.OnceValue(func() string {
 	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
-}
+})

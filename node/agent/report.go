@@ -65,7 +65,7 @@ func (a *Agent) patchStatus(ctx context.Context, vmi *v1.VirtualMachineInstance,
 	if err != nil {
 		return err
 	}
-	return v1.ApplyStatus(ctx, a.deps.Virt.KubevirtV1().VirtualMachineInstances(vmi.Namespace), vmi, s, v1.ManagerAgent)
+	return v1.ApplyStatus(ctx, statusPatcher(a.deps.Virt, vmi.Namespace), vmi, s, v1.ManagerAgent)
 }
 
 // upgradeManagedFields hands the status fields an agent of an earlier
