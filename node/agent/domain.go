@@ -57,6 +57,10 @@ type domain struct {
 	// quitAt is when this process's quit was accepted (ActQuit).
 	quitAt time.Time
 
+	// lastWrite is the agent's last status write of the VMI
+	// (statusmemo.go).
+	lastWrite statusMemo
+
 	// opMu serialises run-state changes (pause, unpause and their
 	// re-application by sync) so an intent and its QMP command are never
 	// interleaved with another's.

@@ -22,7 +22,8 @@ func (a *Agent) report(ctx context.Context, o *Observation) error {
 	if !ok {
 		return a.recordAPIPhase(ctx, o)
 	}
-	if d := a.domainIfAny(o.UID); d != nil {
+	d := a.domainIfAny(o.UID)
+	if d != nil {
 		f.GuestOSInfo = d.guestOSInfo()
 		f.Interfaces = mergeGuestNet(f.Interfaces, d.guestInterfaces(), masqueraded(o.Record), o.VMI.Status.Interfaces)
 	}
@@ -31,8 +32,14 @@ func (a *Agent) report(ctx context.Context, o *Observation) error {
 	if equality.Semantic.DeepEqual(cur, next) {
 		return a.recordAPIPhase(ctx, o)
 	}
+	if d != nil && d.alreadyWrote(o.VMI.ResourceVersion, next) {
+		return nil // the cache is behind this agent's own write (statusmemo.go)
+	}
 	if err := a.patchStatus(ctx, o.VMI, next); err != nil {
 		return err
+	}
+	if d != nil {
+		d.wrote(o.VMI.ResourceVersion, next)
 	}
 	a.log.Info("status patched", "vmi", o.name(), "uid", o.UID, "phase", next.Phase, "was", cur.Phase,
 		"domain", f.Domain, "reason", f.Reason)

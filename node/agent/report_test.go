@@ -67,3 +67,45 @@ func TestReport_CrashRecordsFailedPhase(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// A sync that starts again from the resourceVersion the agent last wrote
+// its status over, and derives the same status, does not write it again:
+// its informer cache is behind the write, and the write would conflict.
+func TestReport_CacheBehindOwnWrite(t *testing.T) {
+	o := obs(v1.Scheduled, withQEMU)
+	o.VMI.ResourceVersion = "10"
+	a := newTestAgent(t, o.VMI)
+	ctx := context.Background()
+	if err := a.deps.Store.Put(ctx, *o.Record); err != nil {
+		t.Fatal(err)
+	}
+	a.domain(o.UID)
+	patches := func() int {
+		n := 0
+		for _, act := range a.deps.Virt.(*virtfake.Clientset).Actions() {
+			if act.GetVerb() == "patch" {
+				n++
+			}
+		}
+		return n
+	}
+	for range 2 {
+		stale := obs(v1.Scheduled, withQEMU)
+		stale.VMI.ResourceVersion = "10"
+		if err := a.report(ctx, stale); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := patches(); got != 1 {
+		t.Errorf("%d status patches from the same stale VMI, want 1", got)
+	}
+	// A VMI the cache shows changed since is written to again.
+	fresh := obs(v1.Scheduled, withQEMU)
+	fresh.VMI.ResourceVersion = "11"
+	if err := a.report(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if got := patches(); got != 2 {
+		t.Errorf("%d status patches after a newer VMI, want 2", got)
+	}
+}
