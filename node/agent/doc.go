@@ -49,7 +49,10 @@
 //     closes connections only. After a restart, Attach reconnects to QMP and
 //     checks QEMU's identity (pid, start time, boot id) against the record.
 //   - Status is patched only when status.Derive changes it, guarded by the
-//     VMI's resourceVersion; the finalizer is removed last, after the final
+//     VMI's resourceVersion, and not again from the same resourceVersion
+//     with the same status (the cache behind the agent's own write,
+//     statusmemo.go); the API server's answer is not decoded
+//     (statuswriter.go). The finalizer is removed last, after the final
 //     status, with a JSON patch that tests the current finalizer list.
 //
 // Pause (pause.go) is user intent: the node API (Agent.Pause, Unpause)
