@@ -101,18 +101,6 @@ func (ix *index) unname(uid string, key nameKey) {
 	}
 }
 
-// named returns the UIDs indexed under namespace/name, sorted.
-func (ix *index) named(namespace, name string) []string {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	uids := make([]string, 0, len(ix.byName[nameKey{namespace, name}]))
-	for uid := range ix.byName[nameKey{namespace, name}] {
-		uids = append(uids, uid)
-	}
-	slices.Sort(uids)
-	return uids
-}
-
 // refs returns the UID and Gone time of each record indexed under
 // namespace/name, sorted by UID.
 func (ix *index) refs(namespace, name string) []Ref {
