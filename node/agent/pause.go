@@ -49,13 +49,16 @@ func (a *Agent) Unpause(ctx context.Context, uid string) error {
 // as QEMU's stop.
 func (a *Agent) setPaused(ctx context.Context, uid string, paused bool) error {
 	d := a.domainIfAny(uid)
-	if d == nil || d.qmpConn() == nil {
+	var conn MonitorConn
+	if d != nil {
+		conn = d.qmpConn()
+	}
+	if conn == nil {
 		if _, err := a.liveDomain(ctx, uid); err != nil {
 			return err
 		}
 		return fmt.Errorf("domain %s: %w", uid, api.ErrNotRunning)
 	}
-	conn := d.qmpConn()
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()
 	d.opMu.Lock()

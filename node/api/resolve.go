@@ -14,11 +14,20 @@ var errNoRecord = errors.New("no record")
 // Resolve finds the record of a VMI given as ns/name or as a UID. By name
 // a live record wins over tombstones, then the newest tombstone.
 func Resolve(ctx context.Context, recs Records, ref string) (store.Record, error) {
-	r, err := resolveRef(ctx, recs, ref)
-	if err != nil {
-		return store.Record{}, err
+	uid := ref
+	if strings.Contains(ref, "/") {
+		r, err := resolveRef(ctx, recs, ref)
+		if err != nil {
+			return store.Record{}, err
+		}
+		uid = r.UID
 	}
-	rec, err := recs.Get(ctx, r.UID)
+	return getRecord(ctx, recs, ref, uid)
+}
+
+// getRecord reads the record uid of the VMI ref.
+func getRecord(ctx context.Context, recs Records, ref, uid string) (store.Record, error) {
+	rec, err := recs.Get(ctx, uid)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Record{}, fmt.Errorf("VMI %s: %w", ref, errNoRecord)
 	}
@@ -31,10 +40,7 @@ func Resolve(ctx context.Context, recs Records, ref string) (store.Record, error
 func resolveRef(ctx context.Context, recs Records, ref string) (store.Ref, error) {
 	ns, name, byName := strings.Cut(ref, "/")
 	if !byName {
-		r, err := recs.Get(ctx, ref)
-		if errors.Is(err, store.ErrNotFound) {
-			return store.Ref{}, fmt.Errorf("VMI %s: %w", ref, errNoRecord)
-		}
+		r, err := getRecord(ctx, recs, ref, ref)
 		return store.Ref{UID: r.UID, Gone: r.Gone}, err
 	}
 	all, err := recs.RefsByName(ctx, ns, name)
