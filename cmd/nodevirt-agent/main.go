@@ -55,7 +55,7 @@ func run() error {
 		af    apiFlags
 		mf    metricsFlags
 	)
-	flag.StringVar(&mf.addr, "metrics-addr", ":8443", "Prometheus /metrics and /healthz listen address; empty disables it")
+	flag.StringVar(&mf.addr, "metrics-addr", ":8443", "Prometheus /metrics, /healthz and /readyz listen address; empty disables it")
 	flag.StringVar(&mf.tlsCert, "metrics-tls-cert", "", "serve /metrics over HTTPS with this certificate (with --metrics-tls-key)")
 	flag.StringVar(&mf.tlsKey, "metrics-tls-key", "", "private key of --metrics-tls-cert")
 	flag.DurationVar(&mf.timeout, "metrics-timeout", 5*time.Second, "deadline of one scrape's VM statistics; a VM slower than that is skipped")
@@ -180,7 +180,7 @@ func run() error {
 	}
 	if mf.addr != "" {
 		run["metrics"] = func(ctx context.Context) error {
-			return serveMetrics(ctx, mf, cfg.NodeName, reg, a.MetricsSource(), log)
+			return serveMetrics(ctx, mf, cfg.NodeName, reg, a.MetricsSource(), a.Ready, log)
 		}
 	}
 	return runAll(ctx, run)

@@ -28,8 +28,10 @@ type metricsFlags struct {
 	profiling bool
 }
 
-// metricsMux serves /metrics from reg and /healthz.
-func metricsMux(reg *prometheus.Registry, timeout time.Duration, log *slog.Logger) *http.ServeMux {
+// metricsMux serves /metrics from reg, /healthz (the process serves) and
+// /readyz (ready is nil: the agent has re-adopted the VMs it found at
+// start; else 503 with ready's reason).
+func metricsMux(reg *prometheus.Registry, timeout time.Duration, ready func() error, log *slog.Logger) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
@@ -37,6 +39,13 @@ func metricsMux(reg *prometheus.Registry, timeout time.Duration, log *slog.Logge
 		Timeout: timeout + 5*time.Second,
 	}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := ready(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return mux
@@ -50,9 +59,9 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// serveMetrics serves /metrics (reg, plus the VM collector of src) and
-// /healthz on mf.addr until ctx ends.
-func serveMetrics(ctx context.Context, mf metricsFlags, node string, reg *prometheus.Registry, src metrics.Source, log *slog.Logger) error {
+// serveMetrics serves /metrics (reg, plus the VM collector of src),
+// /healthz and /readyz (ready) on mf.addr until ctx ends.
+func serveMetrics(ctx context.Context, mf metricsFlags, node string, reg *prometheus.Registry, src metrics.Source, ready func() error, log *slog.Logger) error {
 	c, err := metrics.New(metrics.Config{Node: node, Timeout: mf.timeout, Log: log}, src)
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
@@ -60,7 +69,7 @@ func serveMetrics(ctx context.Context, mf metricsFlags, node string, reg *promet
 	if err := reg.Register(c); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	mux := metricsMux(reg, mf.timeout, log)
+	mux := metricsMux(reg, mf.timeout, ready, log)
 	if mf.profiling {
 		mux.Handle(profiling.Prefix, profiling.Handler())
 	}

@@ -36,8 +36,9 @@
 //     burst. The 100 VMIs are the overhead scenario's 100 and the restart
 //     scenario's.
 //   - restart:    with those VMs running, SIGKILL the agent process: time
-//     until the new agent holds a QMP connection to every VM again, and the
-//     number of VMs disturbed (QEMU replaced, phase or pause state changed).
+//     until the new agent's /readyz answers and it holds a QMP connection
+//     to every VM again, and the number of VMs disturbed (QEMU replaced,
+//     phase or pause state changed).
 //   - controller: N VMIs (default 8,000) no node can take: the controller's
 //     throughput (VMI → launcher pod → Scheduling) and RSS per VMI.
 //   - snapshot:   a running VM with a 1 GiB claim of the local CSI driver

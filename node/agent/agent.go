@@ -90,6 +90,7 @@ type Agent struct {
 	domains map[string]*domain // by VMI UID
 	now     func() time.Time
 	started time.Time
+	ready   readiness
 }
 
 // New validates cfg and returns an agent.
@@ -226,8 +227,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	if !waitSynced(ctx, a.vmis.HasSynced, a.incoming.HasSynced, a.pods.HasSynced) {
 		return fmt.Errorf("agent: informer sync: %w", ctx.Err())
 	}
-	a.enqueueRecords()
-	a.log.Info("agent started", "node", a.cfg.NodeName, "kvm", a.deps.KVM.Usable, "kvmReason", a.deps.KVM.Reason)
+	uids := a.deps.Store.LiveUIDs()
+	a.ready.start(uids)
+	for _, uid := range uids {
+		a.enqueue(uid)
+	}
+	a.log.Info("agent started", "records", len(uids), "node", a.cfg.NodeName, "kvm", a.deps.KVM.Usable, "kvmReason", a.deps.KVM.Reason)
 
 	workersDone := make(chan struct{})
 	go func() {

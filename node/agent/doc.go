@@ -55,6 +55,10 @@
 //     (statuswriter.go). The finalizer is removed last, after the final
 //     status, with a JSON patch that tests the current finalizer list.
 //
+// Readiness (readiness.go): Agent.Ready, served as /readyz, is nil once the
+// informers have listed and every record live in the store at start has
+// been synced once; after a restart that is when every VM is re-adopted.
+//
 // Pause (pause.go) is user intent: the node API (Agent.Pause, Unpause)
 // commits Record.Intent.Paused before the QMP stop or cont, under the
 // domain's opMu; the reconcile re-applies stop (ActPause) to a paused VMI

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -471,6 +472,17 @@ func (h *harness) agentLogLines(off int64, msg string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// readyz reports whether the agent's /readyz answers 200.
+func (h *harness) readyz() bool {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get("http://" + h.metricsAddr + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 func (h *harness) agentLogSize() int64 {

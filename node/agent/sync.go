@@ -14,6 +14,7 @@ const launcherStatusTimeout = 2 * time.Second
 // order, report the status, and remove the finalizer last so the final
 // status is visible before the VMI goes away.
 func (a *Agent) sync(ctx context.Context, uid string) error {
+	defer a.ready.synced(uid)
 	for range maxRounds {
 		again, err := a.syncOnce(ctx, uid)
 		if err != nil || !again {
