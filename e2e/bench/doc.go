@@ -56,5 +56,6 @@
 //
 // A benchmark is not a test: no figure fails it. Any error does: the
 // command exits non-zero and the report records the error next to the
-// figures gathered so far.
+// figures gathered so far; -docs then leaves docs/benchmarks.{md,json} as
+// the last complete run wrote them.
 package main

@@ -210,7 +210,13 @@ func bench(ctx context.Context, log *slog.Logger, s Settings, o options) (*Repor
 	if dir == "" {
 		dir = filepath.Join(e.root, "_output", "bench")
 	}
-	paths, err := writeReports(r, dir, o.docs, e.root)
+	// A failed run's figures are partial: its report goes to dir only,
+	// the committed docs stay those of the last complete run.
+	docs := o.docs && runErr == nil
+	if o.docs && !docs {
+		log.Warn("the run failed: docs/benchmarks.{md,json} left as they are")
+	}
+	paths, err := writeReports(r, dir, docs, e.root)
 	if err != nil {
 		return r, errors.Join(runErr, err)
 	}
