@@ -227,11 +227,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	if !waitSynced(ctx, a.vmis.HasSynced, a.incoming.HasSynced, a.pods.HasSynced) {
 		return fmt.Errorf("agent: informer sync: %w", ctx.Err())
 	}
-	uids := a.deps.Store.LiveUIDs()
+	// The workers start below: no sync ends before readiness knows them.
+	uids := a.enqueueRecords()
 	a.ready.start(uids)
-	for _, uid := range uids {
-		a.enqueue(uid)
-	}
 	a.log.Info("agent started", "records", len(uids), "node", a.cfg.NodeName, "kvm", a.deps.KVM.Usable, "kvmReason", a.deps.KVM.Reason)
 
 	workersDone := make(chan struct{})
@@ -266,13 +264,16 @@ func waitSynced(ctx context.Context, synced ...cache.InformerSynced) bool {
 	}
 }
 
-// enqueueRecords enqueues every live record: re-adoption after a restart,
-// and the safety net for records whose VMI vanished. It reads no record:
-// the tombstones a node keeps for a day cost nothing here.
-func (a *Agent) enqueueRecords() {
-	for _, uid := range a.deps.Store.LiveUIDs() {
+// enqueueRecords enqueues every live record and returns their UIDs:
+// re-adoption after a restart, and the safety net for records whose VMI
+// vanished. It reads no record: the tombstones a node keeps for a day
+// cost nothing here.
+func (a *Agent) enqueueRecords() []string {
+	uids := a.deps.Store.LiveUIDs()
+	for _, uid := range uids {
 		a.enqueue(uid)
 	}
+	return uids
 }
 
 // resyncLoop periodically enqueues every VMI and record and prunes old

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -472,17 +471,6 @@ func (h *harness) agentLogLines(off int64, msg string) []map[string]any {
 		}
 	}
 	return out
-}
-
-// readyz reports whether the agent's /readyz answers 200.
-func (h *harness) readyz() bool {
-	c := http.Client{Timeout: time.Second}
-	resp, err := c.Get("http://" + h.metricsAddr + "/readyz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 func (h *harness) agentLogSize() int64 {

@@ -131,6 +131,17 @@ func TestMetrics_Integration(t *testing.T) {
 	t.Logf("scrape of 1 running VM: %v (mean of %d)", time.Since(start)/n, n)
 }
 
+// readyz reports whether the agent's /readyz answers 200.
+func (h *harness) readyz() bool {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get("http://" + h.metricsAddr + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
 // scrape GETs the agent's /metrics and parses it.
 func (h *harness) scrape(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
