@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -87,23 +88,21 @@ func runRestart(ctx context.Context, e *env, r *Report, n int) error {
 	}); err != nil {
 		return err
 	}
-	connectedAtReady := -1.0
-	if err := poll(ctx, 5*time.Minute, 100*time.Millisecond, fmt.Sprintf("%d VMs re-adopted", n), func() (bool, error) {
-		fams, err := e.agentMetrics(ctx, ip)
-		adopted = time.Now()
-		if err != nil {
-			return false, err
-		}
-		c, ok := gauge(fams, "nodevirt_agent_domains_connected")
-		if connectedAtReady < 0 {
-			connectedAtReady = c
-		}
-		return ok && int(c) >= n, fmt.Errorf("%v of %d connected", c, n)
-	}); err != nil {
-		return err
+	// One scrape right after /readyz counts the QMP connections; /metrics
+	// is polled only if some are missing then.
+	connectedAtReady, err := e.connectedDomains(ctx, ip)
+	if err != nil {
+		connectedAtReady = -1
 	}
-	if int(connectedAtReady) >= n {
-		adopted = ready // every VM was connected when /readyz answered
+	adopted = ready
+	if int(connectedAtReady) < n {
+		if err := poll(ctx, 5*time.Minute, 100*time.Millisecond, fmt.Sprintf("%d VMs re-adopted", n), func() (bool, error) {
+			c, err := e.connectedDomains(ctx, ip)
+			adopted = time.Now()
+			return err == nil && int(c) >= n, errors.Join(err, fmt.Errorf("%v of %d connected", c, n))
+		}); err != nil {
+			return err
+		}
 	}
 	e.log.Info("agent restarted", "process", started.Sub(killed), "healthz", healthy.Sub(killed), "readyz", ready.Sub(killed),
 		"adopted", adopted.Sub(killed), "connectedAtReadyz", connectedAtReady)
@@ -175,6 +174,20 @@ func (e *env) qmpStatus(ctx context.Context, name string) (string, error) {
 		return "", fmt.Errorf("query-status %s: %w", name, err)
 	}
 	return st.Status, nil
+}
+
+// connectedDomains reads the agent's nodevirt_agent_domains_connected
+// (QMP connections held) from its /metrics.
+func (e *env) connectedDomains(ctx context.Context, podIP string) (float64, error) {
+	fams, err := e.agentMetrics(ctx, podIP)
+	if err != nil {
+		return 0, err
+	}
+	c, ok := gauge(fams, "nodevirt_agent_domains_connected")
+	if !ok {
+		return 0, errors.New("no nodevirt_agent_domains_connected on /metrics")
+	}
+	return c, nil
 }
 
 // probe reports whether the agent at podIP answers path (/healthz,
