@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -90,6 +92,7 @@ func TestTwoNodes(t *testing.T) {
 	}
 	checkAPIFromPod(t, ctx, c, pods[1])
 	checkDevicePluginDirs(t, c)
+	checkDaemonCgroups(t, c)
 
 	// A crashed kubelet must not keep cluster-down from cleaning up: its
 	// pods are killed through containerd instead of drained.
@@ -115,8 +118,57 @@ func checkDevicePluginDirs(t *testing.T, c *Cluster) {
 	}
 }
 
-// killDaemon SIGKILLs one of the cluster's daemons by its recorded pid.
-func killDaemon(t *testing.T, c *Cluster, name string) {
+// checkDaemonCgroups checks the cpu cgroups cluster-up puts its daemons in
+// (host_cpu_groups): the control plane's, and each node's system cgroup
+// beside the kubelet's kubepods, weighed as on a systemd node, so that pods
+// are not starved by the daemons' threads under load.
+func checkDaemonCgroups(t *testing.T, c *Cluster) {
+	t.Helper()
+	want := map[string]string{
+		"etcd": "/nodevirt-control", "kube-apiserver": "/nodevirt-control",
+		"kube-scheduler": "/nodevirt-control", "kube-controller-manager": "/nodevirt-control",
+	}
+	for i, n := range c.Nodes {
+		want[fmt.Sprintf("containerd%d", i)] = "/" + n.Name + "/system"
+		want[fmt.Sprintf("kubelet%d", i)] = "/" + n.Name + "/system"
+	}
+	for name, cg := range want {
+		if got := cpuCgroup(t, daemonPID(t, c, name)); got != cg {
+			t.Errorf("%s is in cpu cgroup %q, want %q", name, got, cg)
+		}
+	}
+	for _, n := range c.Nodes {
+		for cg, shares := range map[string]string{n.Name + "/system": "1024", n.Name + "/kubepods": strconv.Itoa(1024 * runtime.NumCPU())} {
+			raw, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/cpu", cg, "cpu.shares"))
+			if err != nil {
+				t.Errorf("cpu cgroup %s: %v", cg, err)
+			} else if got := strings.TrimSpace(string(raw)); got != shares {
+				t.Errorf("cpu cgroup %s has cpu.shares %s, want %s", cg, got, shares)
+			}
+		}
+	}
+}
+
+// cpuCgroup is the cgroup of pid in the v1 cpu hierarchy.
+func cpuCgroup(t *testing.T, pid int) string {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		// hierarchy-ID:controllers:path, controllers comma-separated
+		f := strings.SplitN(l, ":", 3)
+		if len(f) == 3 && slices.Contains(strings.Split(f[1], ","), "cpu") {
+			return f[2]
+		}
+	}
+	t.Fatalf("pid %d: no cpu hierarchy in /proc/%d/cgroup: %q", pid, pid, raw)
+	return ""
+}
+
+// daemonPID is the recorded pid of one of the cluster's daemons.
+func daemonPID(t *testing.T, c *Cluster, name string) int {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(c.Dir, "run", name+".pid"))
 	if err != nil {
@@ -126,6 +178,13 @@ func killDaemon(t *testing.T, c *Cluster, name string) {
 	if err != nil {
 		t.Fatalf("%s pid file: %v", name, err)
 	}
+	return pid
+}
+
+// killDaemon SIGKILLs one of the cluster's daemons by its recorded pid.
+func killDaemon(t *testing.T, c *Cluster, name string) {
+	t.Helper()
+	pid := daemonPID(t, c, name)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill %s (%d): %v", name, pid, err)
 	}

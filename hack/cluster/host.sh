@@ -66,6 +66,28 @@ host_node_setup() {
 	done
 }
 
+# host_cpu_groups: the cpu cgroups the cluster's daemons run in (start's
+# START_CGROUP). On a real node systemd keeps the kubelet and containerd in
+# system.slice, one entity of weight 1024 beside kubepods (weight of the
+# node's allocatable CPU), and the control plane runs elsewhere. Started
+# from a shell in the root cgroup instead, each daemon thread (apiserver,
+# etcd, kubelet, containerd, every runc) weighed as much as the node's whole
+# cgroup root, so under load every pod (QEMU, the agent, the launchers) got
+# a few per cent of the CPU. Here the control plane shares one cgroup and
+# each node's daemons another under the node's root, beside kubepods.
+host_cpu_groups() {
+	local i cg
+	[ -d "$CPU_CGROUP" ] && [ -f "$CPU_CGROUP/cpu.shares" ] || return 0 # no cgroup v1 cpu hierarchy
+	cg=$CPU_CGROUP/$CONTROL_CGROUP
+	if [ ! -d "$cg" ]; then
+		echo "$cg" >>"$HOST/cgroups"
+		mkdir "$cg"
+	fi
+	for ((i = 0; i < NODES; i++)); do
+		mkdir -p "$CPU_CGROUP/$(node_system_cgroup "$i")" # removed with the node's root
+	done
+}
+
 # host_service_route: Service IPs route to a host-only bridge without ports,
 # so that a connection kube-proxy has not (yet) translated to a pod fails on
 # this host instead of following the default route off the machine. The

@@ -83,6 +83,14 @@ cni_bridge() { echo "${LINK_PREFIX}cni$1"; }
 svc_bridge() { echo "${LINK_PREFIX}svc"; }
 containerd_sock() { echo "$(node_dir "$1")/containerd.sock"; }
 cgroup_name() { node_name "$1"; }
+
+# The cpu controller's v1 hierarchy and the cpu cgroups of the cluster's
+# daemons (host_cpu_groups): the control plane's, and each node's system
+# cgroup beside the kubelet's kubepods, as systemd's system.slice is on a
+# real node.
+CPU_CGROUP=/sys/fs/cgroup/cpu
+CONTROL_CGROUP=nodevirt-control
+node_system_cgroup() { echo "$(cgroup_name "$1")/system"; }
 # Node 0 lives in the host's mount namespace (a one-node cluster is exactly
 # that); node i >= 1 runs its containerd and kubelet in a mount namespace of
 # its own, where its device_plugin_dir is bind-mounted on the kubelet's fixed
@@ -145,10 +153,17 @@ running() {
 # start NAME COMMAND...: run COMMAND in its own session (so signals to make or
 # a test's process group don't reach it), output to logs/NAME.log (appended
 # to with LOG_APPEND=1, as restart.sh does, so a restart keeps what came
-# before).
+# before). With START_CGROUP set (a cpu cgroup host_cpu_groups made, e.g.
+# nodevirt-control), COMMAND and its children run in it.
 start() {
-	local name=$1
+	local name=$1 cg=""
 	shift
+	[ -n "${START_CGROUP:-}" ] && [ -d "$CPU_CGROUP/$START_CGROUP" ] && cg=$CPU_CGROUP/$START_CGROUP
+	if [ -n "$cg" ]; then
+		# the shell joins the cgroup, then becomes COMMAND (same pid)
+		# shellcheck disable=SC2016 # expanded by that shell, not this one
+		set -- sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$@"
+	fi
 	if [ "${LOG_APPEND:-0}" = 1 ]; then
 		echo "=== restarted $(date -u +%FT%TZ)" >>"$LOGS/$name.log"
 		setsid "$@" </dev/null >>"$LOGS/$name.log" 2>&1 &

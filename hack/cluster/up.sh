@@ -78,12 +78,12 @@ report() {
 
 start_etcd() {
 	rm -rf "$CLUSTER_DIR/etcd"
-	start etcd "$K8S_BIN/etcd" -data-dir "$CLUSTER_DIR/etcd" -unsafe-no-fsync \
+	START_CGROUP=$CONTROL_CGROUP start etcd "$K8S_BIN/etcd" -data-dir "$CLUSTER_DIR/etcd" -unsafe-no-fsync \
 		-listen-client-url "http://127.0.0.1:$ETCD_PORT" -listen-peer-url "http://127.0.0.1:$((ETCD_PORT + 1))"
 }
 
 start_apiserver() {
-	start kube-apiserver "$K8S_BIN/kube-apiserver" \
+	START_CGROUP=$CONTROL_CGROUP start kube-apiserver "$K8S_BIN/kube-apiserver" \
 		--etcd-servers="http://127.0.0.1:$ETCD_PORT" \
 		--bind-address="$API_IP" --advertise-address="$API_IP" --secure-port="$API_PORT" \
 		--tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
@@ -107,11 +107,11 @@ start_apiserver() {
 
 start_controllers() {
 	local kc=$CLUSTER_DIR/scheduler.kubeconfig
-	start kube-scheduler "$K8S_BIN/kube-scheduler" --kubeconfig="$kc" \
+	START_CGROUP=$CONTROL_CGROUP start kube-scheduler "$K8S_BIN/kube-scheduler" --kubeconfig="$kc" \
 		--authentication-kubeconfig="$kc" --authorization-kubeconfig="$kc" \
 		--bind-address=127.0.0.1 --secure-port="$SCHEDULER_PORT" --leader-elect=false --v=1
 	kc=$CLUSTER_DIR/controller-manager.kubeconfig
-	start kube-controller-manager "$K8S_BIN/kube-controller-manager" --kubeconfig="$kc" \
+	START_CGROUP=$CONTROL_CGROUP start kube-controller-manager "$K8S_BIN/kube-controller-manager" --kubeconfig="$kc" \
 		--authentication-kubeconfig="$kc" --authorization-kubeconfig="$kc" \
 		--bind-address=127.0.0.1 --secure-port="$CONTROLLER_MANAGER_PORT" --leader-elect=false \
 		--service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
@@ -134,7 +134,7 @@ start_containerd() {
 		mkdir -p "$DEVICE_PLUGIN_DIR" # the mount point (host.sh removes it if it created it)
 		ns=(unshare --mount --propagation slave -- "$(dirname "$0")/node-ns.sh" "$(device_plugin_dir "$i")")
 	fi
-	start "containerd$i" "${ns[@]}" containerd --config "$nd/containerd.toml"
+	START_CGROUP=$(node_system_cgroup "$i") start "containerd$i" "${ns[@]}" containerd --config "$nd/containerd.toml"
 }
 
 # start_kubelet I: node I's kubelet, in its containerd's mount namespace.
@@ -146,7 +146,7 @@ start_kubelet() {
 		alive "containerd$i" || die "containerd$i is not running: its mount namespace is gone"
 		ns=(nsenter --mount="/proc/$(cat "$RUN/containerd$i.pid")/ns/mnt" --)
 	fi
-	start "kubelet$i" "${ns[@]}" "$K8S_BIN/kubelet" --config="$nd/kubelet.yaml" --kubeconfig="$nd/kubelet.kubeconfig" \
+	START_CGROUP=$(node_system_cgroup "$i") start "kubelet$i" "${ns[@]}" "$K8S_BIN/kubelet" --config="$nd/kubelet.yaml" --kubeconfig="$nd/kubelet.kubeconfig" \
 		--root-dir="$nd/kubelet" --cert-dir="$nd/kubelet-pki" \
 		--hostname-override="$(node_name "$i")" --node-ip="$(node_ip "$i")" --v=2
 }
@@ -218,6 +218,7 @@ main() {
 	write_env
 
 	for ((i = 0; i < NODES; i++)); do host_node_setup "$i"; done
+	host_cpu_groups
 	host_service_route
 	start_etcd
 	wait_for 30 etcd etcd_healthy
@@ -245,7 +246,7 @@ main() {
 	t=$(now)
 	for ((i = 0; i < NODES; i++)); do start_kubelet "$i"; done
 	proxy_config
-	start kube-proxy "$K8S_BIN/kube-proxy" --config="$CLUSTER_DIR/kube-proxy.yaml" --v=1
+	START_CGROUP=$(node_system_cgroup 0) start kube-proxy "$K8S_BIN/kube-proxy" --config="$CLUSTER_DIR/kube-proxy.yaml" --v=1
 	wait_for 30 "scheduler" https_ok "https://127.0.0.1:$SCHEDULER_PORT/healthz"
 	wait_for 30 "controller-manager" https_ok "https://127.0.0.1:$CONTROLLER_MANAGER_PORT/healthz"
 	log "kube-scheduler and kube-controller-manager healthy"
