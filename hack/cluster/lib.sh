@@ -91,6 +91,7 @@ cgroup_name() { node_name "$1"; }
 CPU_CGROUP=/sys/fs/cgroup/cpu
 CONTROL_CGROUP=nodevirt-control
 node_system_cgroup() { echo "$(cgroup_name "$1")/system"; }
+
 # Node 0 lives in the host's mount namespace (a one-node cluster is exactly
 # that); node i >= 1 runs its containerd and kubelet in a mount namespace of
 # its own, where its device_plugin_dir is bind-mounted on the kubelet's fixed
