@@ -19,6 +19,7 @@ import (
 
 	"github.com/nodevirt/nodevirt/cluster/certrotation"
 	"github.com/nodevirt/nodevirt/cluster/certrotation/certrotationtest"
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/node/api"
 )
 
@@ -35,12 +36,7 @@ func writeTestCA(t *testing.T, dir string) (string, *certrotationtest.CA) {
 	if err := certrotation.WriteFile(filepath.Join(dir, "pki", "agent-serving.pem"), ca.AgentServing(t, testNode)); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String(), ca
+	return testenv.FreeLoopbackAddr(t), ca
 }
 
 // apiHTTP is an HTTP client of the agent's unix socket.
