@@ -10,11 +10,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Addresses and routes of links in the thread's current netns (see link.go).
+// Addresses and routes of links in a pod netns, through its rtnl (link.go).
 
 // ipv4Addrs lists the global-scope IPv4 addresses of l.
-func ipv4Addrs(l netlink.Link) ([]netip.Prefix, error) {
-	addrs, err := retryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(l, netlink.FAMILY_V4) })
+func (rt rtnl) ipv4Addrs(l netlink.Link) ([]netip.Prefix, error) {
+	addrs, err := retryDump(func() ([]netlink.Addr, error) { return rt.h.AddrList(l, netlink.FAMILY_V4) })
 	if err != nil {
 		return nil, fmt.Errorf("list addresses of %q: %w", l.Attrs().Name, err)
 	}
@@ -30,12 +30,12 @@ func ipv4Addrs(l netlink.Link) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-func ensureAddr(name string, p netip.Prefix) (bool, error) {
-	l, err := mustLink(name)
+func (rt rtnl) ensureAddr(name string, p netip.Prefix) (bool, error) {
+	l, err := rt.mustLink(name)
 	if err != nil {
 		return false, err
 	}
-	addrs, err := retryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(l, netlink.FAMILY_V4) })
+	addrs, err := retryDump(func() ([]netlink.Addr, error) { return rt.h.AddrList(l, netlink.FAMILY_V4) })
 	if err != nil {
 		return false, fmt.Errorf("list addresses of %q: %w", name, err)
 	}
@@ -44,14 +44,14 @@ func ensureAddr(name string, p netip.Prefix) (bool, error) {
 			return false, nil
 		}
 	}
-	if err := netlink.AddrAdd(l, &netlink.Addr{IPNet: toIPNet(p)}); err != nil && !errors.Is(err, unix.EEXIST) {
+	if err := rt.h.AddrAdd(l, &netlink.Addr{IPNet: toIPNet(p)}); err != nil && !errors.Is(err, unix.EEXIST) {
 		return false, fmt.Errorf("add %s to %q: %w", p, name, err)
 	}
 	return true, nil
 }
 
-func delAddr(l netlink.Link, p netip.Prefix) error {
-	err := netlink.AddrDel(l, &netlink.Addr{IPNet: toIPNet(p)})
+func (rt rtnl) delAddr(l netlink.Link, p netip.Prefix) error {
+	err := rt.h.AddrDel(l, &netlink.Addr{IPNet: toIPNet(p)})
 	if err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("delete %s from %q: %w", p, l.Attrs().Name, err)
 	}
@@ -60,8 +60,8 @@ func delAddr(l netlink.Link, p netip.Prefix) error {
 
 // podRoutes lists the IPv4 main-table routes through l other than the
 // connected routes the kernel derives from its addresses.
-func podRoutes(l netlink.Link) ([]podRoute, error) {
-	rs, err := retryDump(func() ([]netlink.Route, error) { return netlink.RouteList(l, netlink.FAMILY_V4) })
+func (rt rtnl) podRoutes(l netlink.Link) ([]podRoute, error) {
+	rs, err := retryDump(func() ([]netlink.Route, error) { return rt.h.RouteList(l, netlink.FAMILY_V4) })
 	if err != nil {
 		return nil, fmt.Errorf("list routes of %q: %w", l.Attrs().Name, err)
 	}
@@ -92,15 +92,15 @@ func (r podRoute) netlinkRoute(l netlink.Link) *netlink.Route {
 	return nr
 }
 
-func addRoute(l netlink.Link, r podRoute) error {
-	if err := netlink.RouteAdd(r.netlinkRoute(l)); err != nil && !errors.Is(err, unix.EEXIST) {
+func (rt rtnl) addRoute(l netlink.Link, r podRoute) error {
+	if err := rt.h.RouteAdd(r.netlinkRoute(l)); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("add route %s via %v on %q: %w", r.Dst, r.Gw, l.Attrs().Name, err)
 	}
 	return nil
 }
 
-func delRoute(l netlink.Link, r podRoute) error {
-	if err := netlink.RouteDel(r.netlinkRoute(l)); err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.ENOENT) {
+func (rt rtnl) delRoute(l netlink.Link, r podRoute) error {
+	if err := rt.h.RouteDel(r.netlinkRoute(l)); err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("delete route %s via %v on %q: %w", r.Dst, r.Gw, l.Attrs().Name, err)
 	}
 	return nil

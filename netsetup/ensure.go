@@ -72,19 +72,10 @@ func ensureSteps(ctx context.Context, netnsPath string, plan Plan, k int) (Resul
 		all = all[:k]
 	}
 	err := inNetNS(ctx, netnsPath, func() error {
-		for _, s := range all {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			changed, err := s.run(st)
-			if err != nil {
-				return fmt.Errorf("step %s: %w", s.name, err)
-			}
-			if changed {
-				st.changed = append(st.changed, s.name)
-			}
-		}
-		return nil
+		return withRTNL(func(rt rtnl) error {
+			st.rt = rt
+			return runSteps(ctx, st, all)
+		})
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("ensure %s network (bridge %q, tap %q): %w", plan.Binding, plan.Bridge, plan.Tap, err)
@@ -92,9 +83,28 @@ func ensureSteps(ctx context.Context, netnsPath string, plan Plan, k int) (Resul
 	return st.result(), nil
 }
 
+// runSteps runs steps in order inside the pod netns and records in st which
+// of them changed something.
+func runSteps(ctx context.Context, st *state, all []step) error {
+	for _, s := range all {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		changed, err := s.run(st)
+		if err != nil {
+			return fmt.Errorf("step %s: %w", s.name, err)
+		}
+		if changed {
+			st.changed = append(st.changed, s.name)
+		}
+	}
+	return nil
+}
+
 // state is shared by the steps of one Ensure call.
 type state struct {
 	plan    Plan
+	rt      rtnl
 	mtu     int
 	pod     podConfig
 	changed []string

@@ -29,7 +29,7 @@ const (
 	podIP  = "10.200.0.2"
 )
 
-func requireRoot(t *testing.T) {
+func requireRoot(t testing.TB) {
 	t.Helper()
 	_, err := exec.LookPath("ip")
 	testenv.Require(t, os.Geteuid() == 0, "root (netns, netlink, nftables)", "test-netsetup")
@@ -43,7 +43,7 @@ type topo struct {
 	podName string
 }
 
-func run(t *testing.T, args ...string) {
+func run(t testing.TB, args ...string) {
 	t.Helper()
 	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
 	if err != nil {
@@ -52,7 +52,7 @@ func run(t *testing.T, args ...string) {
 }
 
 // addNetNS creates a named netns and deletes it in t.Cleanup.
-func addNetNS(t *testing.T, name string) string {
+func addNetNS(t testing.TB, name string) string {
 	t.Helper()
 	run(t, "ip", "netns", "add", name)
 	t.Cleanup(func() {
@@ -63,7 +63,7 @@ func addNetNS(t *testing.T, name string) string {
 	return filepath.Join("/run/netns", name)
 }
 
-func newTopo(t *testing.T) *topo {
+func newTopo(t testing.TB) *topo {
 	t.Helper()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
@@ -166,7 +166,7 @@ func snapshot(t *testing.T, path string) netState {
 	return s
 }
 
-func mustPlan(t *testing.T, in Input) Plan {
+func mustPlan(t testing.TB, in Input) Plan {
 	t.Helper()
 	p, err := NewPlan(in)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func idempotencyPlans(t *testing.T) map[string]Plan {
+func idempotencyPlans(t testing.TB) map[string]Plan {
 	return map[string]Plan{
 		"masquerade": mustPlan(t, Input{VMIUID: "u", InterfaceName: "default", Binding: Masquerade, UID: 107, GID: 107,
 			Ports: []Port{{Port: 80}}}),

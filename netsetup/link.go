@@ -10,9 +10,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The helpers in this file run with the calling OS thread inside the target
-// network namespace (see inNetNS): netlink's package-level functions open a
-// fresh socket per request in the thread's current netns.
+// rtnl is one rtnetlink socket in a pod netns, opened by withRTNL for the
+// length of one Ensure or Release. netlink's package-level functions would
+// open (and register with the poller, and size a 64 KiB buffer for) a fresh
+// socket per request; a converged Ensure makes a dozen requests, and the
+// agent runs one per VM when it re-adopts a node's VMs.
+type rtnl struct{ h *netlink.Handle }
+
+// withRTNL runs f with an rtnetlink socket of the calling thread's netns
+// (see inNetNS); the socket keeps that netns and is closed when f returns.
+func withRTNL(f func(rtnl) error) error {
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return fmt.Errorf("open rtnetlink socket: %w", err)
+	}
+	defer h.Close()
+	return f(rtnl{h: h})
+}
 
 const dumpRetries = 5
 
@@ -31,8 +45,8 @@ func retryDump[T any](f func() (T, error)) (T, error) {
 }
 
 // lookupLink returns the link called name; ok is false when it does not exist.
-func lookupLink(name string) (l netlink.Link, ok bool, err error) {
-	l, err = netlink.LinkByName(name)
+func (rt rtnl) lookupLink(name string) (l netlink.Link, ok bool, err error) {
+	l, err = rt.h.LinkByName(name)
 	var nf netlink.LinkNotFoundError
 	if errors.As(err, &nf) || errors.Is(err, unix.ENODEV) {
 		return nil, false, nil
@@ -43,8 +57,8 @@ func lookupLink(name string) (l netlink.Link, ok bool, err error) {
 	return l, true, nil
 }
 
-func mustLink(name string) (netlink.Link, error) {
-	l, ok, err := lookupLink(name)
+func (rt rtnl) mustLink(name string) (netlink.Link, error) {
+	l, ok, err := rt.lookupLink(name)
 	if err != nil {
 		return nil, err
 	}
@@ -61,31 +75,31 @@ var ErrLinkNotFound = errors.New("link not found")
 // exists but is not what this package would have created.
 var ErrForeignLink = errors.New("link exists with unexpected kind or owner")
 
-func ensureBridge(name string, mtu int) (bool, error) {
-	l, ok, err := lookupLink(name)
+func (rt rtnl) ensureBridge(name string, mtu int) (bool, error) {
+	l, ok, err := rt.lookupLink(name)
 	if err != nil {
 		return false, err
 	}
 	changed := false
 	if !ok {
 		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name, MTU: mtu}}
-		if err := netlink.LinkAdd(br); err != nil && !errors.Is(err, unix.EEXIST) {
+		if err := rt.h.LinkAdd(br); err != nil && !errors.Is(err, unix.EEXIST) {
 			return false, fmt.Errorf("create bridge %q: %w", name, err)
 		}
 		changed = true
-		if l, err = mustLink(name); err != nil {
+		if l, err = rt.mustLink(name); err != nil {
 			return false, err
 		}
 	}
 	if l.Type() != "bridge" {
 		return false, fmt.Errorf("bridge %q is a %s: %w", name, l.Type(), ErrForeignLink)
 	}
-	c, err := ensureMTU(l, mtu)
+	c, err := rt.ensureMTU(l, mtu)
 	return changed || c, err
 }
 
-func ensureTap(name string, mtu int, uid, gid uint32) (bool, error) {
-	l, ok, err := lookupLink(name)
+func (rt rtnl) ensureTap(name string, mtu int, uid, gid uint32) (bool, error) {
+	l, ok, err := rt.lookupLink(name)
 	if err != nil {
 		return false, err
 	}
@@ -101,11 +115,11 @@ func ensureTap(name string, mtu int, uid, gid uint32) (bool, error) {
 			Owner: uid,
 			Group: gid,
 		}
-		if err := netlink.LinkAdd(tap); err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EEXIST) {
+		if err := rt.h.LinkAdd(tap); err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EEXIST) {
 			return false, fmt.Errorf("create tap %q: %w", name, err)
 		}
 		changed = true
-		if l, err = mustLink(name); err != nil {
+		if l, err = rt.mustLink(name); err != nil {
 			return false, err
 		}
 	}
@@ -116,72 +130,72 @@ func ensureTap(name string, mtu int, uid, gid uint32) (bool, error) {
 	if t.Owner != uid || t.Group != gid {
 		return false, fmt.Errorf("tap %q owned by %d:%d, want %d:%d: %w", name, t.Owner, t.Group, uid, gid, ErrForeignLink)
 	}
-	c, err := ensureMTU(l, mtu)
+	c, err := rt.ensureMTU(l, mtu)
 	return changed || c, err
 }
 
-func ensureMTU(l netlink.Link, mtu int) (bool, error) {
+func (rt rtnl) ensureMTU(l netlink.Link, mtu int) (bool, error) {
 	if mtu == 0 || l.Attrs().MTU == mtu {
 		return false, nil
 	}
-	if err := netlink.LinkSetMTU(l, mtu); err != nil {
+	if err := rt.h.LinkSetMTU(l, mtu); err != nil {
 		return false, fmt.Errorf("set MTU %d on %q: %w", mtu, l.Attrs().Name, err)
 	}
 	return true, nil
 }
 
-func ensureUp(name string) (bool, error) {
-	l, err := mustLink(name)
+func (rt rtnl) ensureUp(name string) (bool, error) {
+	l, err := rt.mustLink(name)
 	if err != nil {
 		return false, err
 	}
 	if l.Attrs().Flags&net.FlagUp != 0 {
 		return false, nil
 	}
-	if err := netlink.LinkSetUp(l); err != nil {
+	if err := rt.h.LinkSetUp(l); err != nil {
 		return false, fmt.Errorf("set %q up: %w", name, err)
 	}
 	return true, nil
 }
 
-func ensureMaster(name, master string) (bool, error) {
-	l, err := mustLink(name)
+func (rt rtnl) ensureMaster(name, master string) (bool, error) {
+	l, err := rt.mustLink(name)
 	if err != nil {
 		return false, err
 	}
-	m, err := mustLink(master)
+	m, err := rt.mustLink(master)
 	if err != nil {
 		return false, err
 	}
 	if l.Attrs().MasterIndex == m.Attrs().Index {
 		return false, nil
 	}
-	if err := netlink.LinkSetMaster(l, m); err != nil {
+	if err := rt.h.LinkSetMaster(l, m); err != nil {
 		return false, fmt.Errorf("attach %q to %q: %w", name, master, err)
 	}
 	return true, nil
 }
 
-func ensureAlias(name, alias string) (bool, error) {
-	l, err := mustLink(name)
+func (rt rtnl) ensureAlias(name, alias string) (bool, error) {
+	l, err := rt.mustLink(name)
 	if err != nil {
 		return false, err
 	}
 	if l.Attrs().Alias == alias {
 		return false, nil
 	}
-	if err := netlink.LinkSetAlias(l, alias); err != nil {
+	if err := rt.h.LinkSetAlias(l, alias); err != nil {
 		return false, fmt.Errorf("set alias on %q: %w", name, err)
 	}
 	return true, nil
 }
 
-func deleteLink(name string) error {
-	l, ok, err := lookupLink(name)
+func (rt rtnl) deleteLink(name string) error {
+	l, ok, err := rt.lookupLink(name)
 	if err != nil || !ok {
 		return err
 	}
-	if err := netlink.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
+	if err := rt.h.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
 		return fmt.Errorf("delete link %q: %w", name, err)
 	}
 	return nil

@@ -139,11 +139,14 @@ func table() *nftables.Table {
 
 // ensureNAT makes the nodevirt table hold exactly n's rules. When it does
 // not, the table is replaced in one atomic batch (add, delete, re-create).
+// The check and the batch share one netlink socket (a lasting connection)
+// instead of opening one per request.
 func ensureNAT(n natRules) (bool, error) {
-	c, err := nftables.New()
+	c, err := nftables.New(nftables.AsLasting())
 	if err != nil {
 		return false, fmt.Errorf("nftables: %w", err)
 	}
+	defer c.CloseLasting()
 	fp := n.fingerprint()
 	specs := n.specs()
 	ok, err := natConverged(c, fp, specs)
@@ -169,10 +172,10 @@ func ensureNAT(n natRules) (bool, error) {
 	return true, nil
 }
 
+// natConverged reports whether the nodevirt chains hold exactly specs'
+// rules of fingerprint fp. A missing table or chain makes GetRules fail with
+// ENOENT, which is "not converged", so no separate table listing is needed.
 func natConverged(c *nftables.Conn, fp []byte, specs []ruleSpec) (bool, error) {
-	if ok, err := natTableExists(c); err != nil || !ok {
-		return false, err
-	}
 	want := map[string]int{}
 	for _, s := range specs {
 		want[s.chain]++
@@ -195,19 +198,6 @@ func natConverged(c *nftables.Conn, fp []byte, specs []ruleSpec) (bool, error) {
 		}
 	}
 	return true, nil
-}
-
-func natTableExists(c *nftables.Conn) (bool, error) {
-	ts, err := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
-	if err != nil {
-		return false, fmt.Errorf("list nftables tables: %w", err)
-	}
-	for _, t := range ts {
-		if t.Name == TableName {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // deleteNAT removes the nodevirt table; absent is success (the batch adds

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/containernetworking/plugins/pkg/ns"
-	"github.com/vishvananda/netlink"
 )
 
 // Release removes everything Ensure built for plan in the netns at
@@ -19,15 +18,17 @@ func Release(ctx context.Context, netnsPath string, plan Plan) error {
 		if err := deleteNAT(); err != nil {
 			return err
 		}
-		if err := deleteLink(plan.Tap); err != nil {
-			return err
-		}
-		if plan.Binding == Bridge {
-			if err := restorePod(plan); err != nil {
+		return withRTNL(func(rt rtnl) error {
+			if err := rt.deleteLink(plan.Tap); err != nil {
 				return err
 			}
-		}
-		return deleteLink(plan.Bridge)
+			if plan.Binding == Bridge {
+				if err := rt.restorePod(plan); err != nil {
+					return err
+				}
+			}
+			return rt.deleteLink(plan.Bridge)
+		})
 	})
 	var gone ns.NSPathNotExistErr
 	if errors.As(err, &gone) {
@@ -39,27 +40,27 @@ func Release(ctx context.Context, netnsPath string, plan Plan) error {
 	return nil
 }
 
-func restorePod(plan Plan) error {
-	c, ok, err := recordedPodConfig(plan.Bridge)
+func (rt rtnl) restorePod(plan Plan) error {
+	c, ok, err := rt.recordedPodConfig(plan.Bridge)
 	if err != nil || !ok {
 		return err
 	}
-	l, ok, err := lookupLink(plan.PodInterface)
+	l, ok, err := rt.lookupLink(plan.PodInterface)
 	if err != nil || !ok {
 		return err
 	}
-	if br, ok, err := lookupLink(plan.Bridge); err != nil {
+	if br, ok, err := rt.lookupLink(plan.Bridge); err != nil {
 		return err
 	} else if ok && l.Attrs().MasterIndex == br.Attrs().Index {
-		if err := netlink.LinkSetNoMaster(l); err != nil {
+		if err := rt.h.LinkSetNoMaster(l); err != nil {
 			return fmt.Errorf("detach %q from %q: %w", plan.PodInterface, plan.Bridge, err)
 		}
 	}
-	if _, err := ensureAddr(plan.PodInterface, c.Addr); err != nil {
+	if _, err := rt.ensureAddr(plan.PodInterface, c.Addr); err != nil {
 		return err
 	}
 	for _, r := range c.Routes {
-		if err := addRoute(l, r); err != nil {
+		if err := rt.addRoute(l, r); err != nil {
 			return err
 		}
 	}

@@ -24,12 +24,12 @@ func steps(p Plan) []step {
 func masqueradeSteps(p Plan) []step {
 	return []step{
 		{"observe-pod", observeMasqueradePod},
-		{"bridge", func(st *state) (bool, error) { return ensureBridge(p.Bridge, st.mtu) }},
-		{"bridge-addr", func(*state) (bool, error) { return ensureAddr(p.Bridge, p.Gateway) }},
-		{"bridge-up", func(*state) (bool, error) { return ensureUp(p.Bridge) }},
-		{"tap", func(st *state) (bool, error) { return ensureTap(p.Tap, st.mtu, p.UID, p.GID) }},
-		{"tap-master", func(*state) (bool, error) { return ensureMaster(p.Tap, p.Bridge) }},
-		{"tap-up", func(*state) (bool, error) { return ensureUp(p.Tap) }},
+		{"bridge", func(st *state) (bool, error) { return st.rt.ensureBridge(p.Bridge, st.mtu) }},
+		{"bridge-addr", func(st *state) (bool, error) { return st.rt.ensureAddr(p.Bridge, p.Gateway) }},
+		{"bridge-up", func(st *state) (bool, error) { return st.rt.ensureUp(p.Bridge) }},
+		{"tap", func(st *state) (bool, error) { return st.rt.ensureTap(p.Tap, st.mtu, p.UID, p.GID) }},
+		{"tap-master", func(st *state) (bool, error) { return st.rt.ensureMaster(p.Tap, p.Bridge) }},
+		{"tap-up", func(st *state) (bool, error) { return st.rt.ensureUp(p.Tap) }},
 		{"ip-forward", func(*state) (bool, error) { return ensureSysctl("/proc/sys/net/ipv4/ip_forward", "1") }},
 		{"nat", func(st *state) (bool, error) {
 			return ensureNAT(natRules{podIface: p.PodInterface, podIP: st.pod.Addr.Addr(), guestIP: p.GuestIP.Addr(), ports: p.Ports})
@@ -40,32 +40,32 @@ func masqueradeSteps(p Plan) []step {
 func bridgeSteps(p Plan) []step {
 	return []step{
 		{"observe-pod", observeBridgePod},
-		{"bridge", func(st *state) (bool, error) { return ensureBridge(p.Bridge, st.mtu) }},
+		{"bridge", func(st *state) (bool, error) { return st.rt.ensureBridge(p.Bridge, st.mtu) }},
 		{"bridge-record", func(st *state) (bool, error) {
 			alias, err := st.pod.encode()
 			if err != nil {
 				return false, err
 			}
-			return ensureAlias(p.Bridge, alias)
+			return st.rt.ensureAlias(p.Bridge, alias)
 		}},
-		{"bridge-addr", func(*state) (bool, error) { return ensureAddr(p.Bridge, bridgeModeServerIP) }},
-		{"bridge-up", func(*state) (bool, error) { return ensureUp(p.Bridge) }},
-		{"tap", func(st *state) (bool, error) { return ensureTap(p.Tap, st.mtu, p.UID, p.GID) }},
-		{"tap-master", func(*state) (bool, error) { return ensureMaster(p.Tap, p.Bridge) }},
-		{"tap-up", func(*state) (bool, error) { return ensureUp(p.Tap) }},
+		{"bridge-addr", func(st *state) (bool, error) { return st.rt.ensureAddr(p.Bridge, bridgeModeServerIP) }},
+		{"bridge-up", func(st *state) (bool, error) { return st.rt.ensureUp(p.Bridge) }},
+		{"tap", func(st *state) (bool, error) { return st.rt.ensureTap(p.Tap, st.mtu, p.UID, p.GID) }},
+		{"tap-master", func(st *state) (bool, error) { return st.rt.ensureMaster(p.Tap, p.Bridge) }},
+		{"tap-up", func(st *state) (bool, error) { return st.rt.ensureUp(p.Tap) }},
 		{"pod-strip", stripPod},
-		{"pod-master", func(*state) (bool, error) { return ensureMaster(p.PodInterface, p.Bridge) }},
-		{"pod-up", func(*state) (bool, error) { return ensureUp(p.PodInterface) }},
+		{"pod-master", func(st *state) (bool, error) { return st.rt.ensureMaster(p.PodInterface, p.Bridge) }},
+		{"pod-up", func(st *state) (bool, error) { return st.rt.ensureUp(p.PodInterface) }},
 	}
 }
 
 func observeMasqueradePod(st *state) (bool, error) {
-	l, err := mustLink(st.plan.PodInterface)
+	l, err := st.rt.mustLink(st.plan.PodInterface)
 	if err != nil {
 		return false, err
 	}
 	st.mtu = effectiveMTU(st.plan, l)
-	addrs, err := ipv4Addrs(l)
+	addrs, err := st.rt.ipv4Addrs(l)
 	if err != nil {
 		return false, err
 	}
@@ -83,23 +83,23 @@ func observeMasqueradePod(st *state) (bool, error) {
 // bridge if an earlier Ensure wrote one (the pod interface may already be
 // stripped), else from the pod interface itself.
 func observeBridgePod(st *state) (bool, error) {
-	l, err := mustLink(st.plan.PodInterface)
+	l, err := st.rt.mustLink(st.plan.PodInterface)
 	if err != nil {
 		return false, err
 	}
 	st.mtu = effectiveMTU(st.plan, l)
-	if c, ok, err := recordedPodConfig(st.plan.Bridge); err != nil || ok {
+	if c, ok, err := st.rt.recordedPodConfig(st.plan.Bridge); err != nil || ok {
 		st.pod = c
 		return false, err
 	}
-	addrs, err := ipv4Addrs(l)
+	addrs, err := st.rt.ipv4Addrs(l)
 	if err != nil {
 		return false, err
 	}
 	if len(addrs) == 0 {
 		return false, fmt.Errorf("%q: %w", st.plan.PodInterface, ErrNoPodAddress)
 	}
-	routes, err := podRoutes(l)
+	routes, err := st.rt.podRoutes(l)
 	if err != nil {
 		return false, err
 	}
@@ -107,8 +107,8 @@ func observeBridgePod(st *state) (bool, error) {
 	return false, nil
 }
 
-func recordedPodConfig(bridge string) (podConfig, bool, error) {
-	br, ok, err := lookupLink(bridge)
+func (rt rtnl) recordedPodConfig(bridge string) (podConfig, bool, error) {
+	br, ok, err := rt.lookupLink(bridge)
 	if err != nil || !ok || br.Attrs().Alias == "" {
 		return podConfig{}, false, err
 	}
@@ -129,27 +129,27 @@ func effectiveMTU(p Plan, pod netlink.Link) int {
 // stripPod removes the recorded routes and all IPv4 addresses from the pod
 // interface: the guest owns them now.
 func stripPod(st *state) (bool, error) {
-	l, err := mustLink(st.plan.PodInterface)
+	l, err := st.rt.mustLink(st.plan.PodInterface)
 	if err != nil {
 		return false, err
 	}
-	routes, err := podRoutes(l)
+	routes, err := st.rt.podRoutes(l)
 	if err != nil {
 		return false, err
 	}
-	addrs, err := ipv4Addrs(l)
+	addrs, err := st.rt.ipv4Addrs(l)
 	if err != nil {
 		return false, err
 	}
 	// Gateway routes first: the kernel refuses nothing here, but deleting
 	// them before the address keeps the order the reverse of restore.
 	for _, r := range routes {
-		if err := delRoute(l, r); err != nil {
+		if err := st.rt.delRoute(l, r); err != nil {
 			return false, err
 		}
 	}
 	for _, a := range addrs {
-		if err := delAddr(l, a); err != nil {
+		if err := st.rt.delAddr(l, a); err != nil {
 			return false, err
 		}
 	}
