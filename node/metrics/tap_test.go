@@ -13,24 +13,23 @@ import (
 )
 
 // needRoot requires root and iproute2 (testenv.Require).
-func needRoot(t *testing.T) {
+func needRoot(t testing.TB) {
 	t.Helper()
 	_, err := exec.LookPath("ip")
 	testenv.Require(t, os.Geteuid() == 0 && err == nil,
 		"root and iproute2 (reading counters in a network namespace)", "test-metrics")
 }
 
-func ip(t *testing.T, args ...string) {
+func ip(t testing.TB, args ...string) {
 	t.Helper()
 	if b, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 		t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, b)
 	}
 }
 
-// TestTapCounters_GuestView sends ARP probes out of one end of a veth pair
-// in a throwaway netns and reads that end as if it were a tap: what the
-// device transmits is what the guest receives.
-func TestTapCounters_GuestView(t *testing.T) {
+// tapNetNS makes a throwaway netns holding a veth pair "vtap"/"vpeer" and
+// returns its path.
+func tapNetNS(t testing.TB) string {
 	needRoot(t)
 	ns := fmt.Sprintf("nvm-%d", os.Getpid())
 	ip(t, "netns", "add", ns)
@@ -41,8 +40,25 @@ func TestTapCounters_GuestView(t *testing.T) {
 	ip(t, "-n", ns, "link", "set", "vpeer", "up")
 	// Nobody answers 10.99.0.2: the ARP requests go out of vtap only.
 	_ = exec.Command("ip", "netns", "exec", ns, "ping", "-c", "2", "-i", "0.2", "-W", "1", "10.99.0.2").Run()
+	return "/run/netns/" + ns
+}
 
-	nsPath := "/run/netns/" + ns
+// BenchmarkTapCounters is one VM's share of a scrape's network counters.
+func BenchmarkTapCounters(b *testing.B) {
+	nsPath := tapNetNS(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := metrics.TapCounters(nsPath, map[string]string{"default": "vtap"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestTapCounters_GuestView sends ARP probes out of one end of a veth pair
+// in a throwaway netns and reads that end as if it were a tap: what the
+// device transmits is what the guest receives.
+func TestTapCounters_GuestView(t *testing.T) {
+	nsPath := tapNetNS(t)
 	var got []metrics.Interface
 	deadline := time.Now().Add(5 * time.Second)
 	for {
