@@ -38,7 +38,9 @@
 //   - restart:    with those VMs running, SIGKILL the agent process: time
 //     until the new agent's /readyz answers and it holds a QMP connection
 //     to every VM again, and the number of VMs disturbed (QEMU replaced,
-//     phase or pause state changed).
+//     phase or pause state changed); the floor, in the same run: a bare
+//     QMP client attaching to every VM between the SIGKILL and the new
+//     process (qmpfloor.go).
 //   - controller: N VMIs (default 8,000) no node can take: the controller's
 //     throughput (VMI → launcher pod → Scheduling) and RSS per VMI.
 //   - snapshot:   a running VM with a 1 GiB claim of the local CSI driver

@@ -108,3 +108,19 @@ func TestReportAdd_MergesRuns(t *testing.T) {
 		t.Errorf("runMedians() = %q", got)
 	}
 }
+
+// A run that took no sample of a figure adds no run median of 0.
+func TestReportAdd_SkipsEmptyRuns(t *testing.T) {
+	r := &Report{}
+	r.add(summarize("restart", "floor", "s", nil))
+	r.add(summarize("restart", "floor", "s", []float64{1}))
+	r.add(summarize("restart", "floor", "s", nil))
+	r.add(summarize("restart", "floor", "s", []float64{3}))
+	got := r.Figures[0]
+	if got.N != 2 || got.Min != 1 || got.Max != 3 {
+		t.Errorf("merged figure = %+v", got)
+	}
+	if diff := cmp.Diff([]float64{1, 3}, got.RunMedians); diff != "" {
+		t.Errorf("run medians (-want +got):\n%s", diff)
+	}
+}

@@ -27,7 +27,16 @@ type Figure struct {
 }
 
 // merge returns f with g's samples (another run of the same figure) added.
+// A run without samples (a floor that could not be taken in it) adds no
+// run median.
 func (f Figure) merge(g Figure) Figure {
+	if g.N == 0 {
+		return f
+	}
+	if f.N == 0 {
+		g.KubeVirt = f.KubeVirt
+		return g
+	}
 	out := summarize(f.Scenario, f.Name, f.Unit, append(slices.Clone(f.samples), g.samples...))
 	out.KubeVirt = f.KubeVirt
 	out.RunMedians = slices.Clone(f.RunMedians)
