@@ -14,9 +14,9 @@ import (
 
 // ipv4Addrs lists the global-scope IPv4 addresses of l.
 func (rt rtnl) ipv4Addrs(l netlink.Link) ([]netip.Prefix, error) {
-	addrs, err := retryDump(func() ([]netlink.Addr, error) { return rt.h.AddrList(l, netlink.FAMILY_V4) })
+	addrs, err := rt.addrList(l)
 	if err != nil {
-		return nil, fmt.Errorf("list addresses of %q: %w", l.Attrs().Name, err)
+		return nil, err
 	}
 	var out []netip.Prefix
 	for _, a := range addrs {
@@ -30,20 +30,34 @@ func (rt rtnl) ipv4Addrs(l netlink.Link) ([]netip.Prefix, error) {
 	return out, nil
 }
 
+// addrList lists the IPv4 addresses of l (see rtnl for why it remembers).
+func (rt rtnl) addrList(l netlink.Link) ([]netlink.Addr, error) {
+	if addrs, ok := rt.addrs[l.Attrs().Index]; ok {
+		return addrs, nil
+	}
+	addrs, err := retryDump(func() ([]netlink.Addr, error) { return rt.h.AddrList(l, netlink.FAMILY_V4) })
+	if err != nil {
+		return nil, fmt.Errorf("list addresses of %q: %w", l.Attrs().Name, err)
+	}
+	rt.addrs[l.Attrs().Index] = addrs
+	return addrs, nil
+}
+
 func (rt rtnl) ensureAddr(name string, p netip.Prefix) (bool, error) {
 	l, err := rt.mustLink(name)
 	if err != nil {
 		return false, err
 	}
-	addrs, err := retryDump(func() ([]netlink.Addr, error) { return rt.h.AddrList(l, netlink.FAMILY_V4) })
+	addrs, err := rt.addrList(l)
 	if err != nil {
-		return false, fmt.Errorf("list addresses of %q: %w", name, err)
+		return false, err
 	}
 	for _, a := range addrs {
 		if q, ok := toPrefix(a.IPNet); ok && q == p {
 			return false, nil
 		}
 	}
+	rt.changing()
 	if err := rt.h.AddrAdd(l, &netlink.Addr{IPNet: toIPNet(p)}); err != nil && !errors.Is(err, unix.EEXIST) {
 		return false, fmt.Errorf("add %s to %q: %w", p, name, err)
 	}
@@ -51,6 +65,7 @@ func (rt rtnl) ensureAddr(name string, p netip.Prefix) (bool, error) {
 }
 
 func (rt rtnl) delAddr(l netlink.Link, p netip.Prefix) error {
+	rt.changing()
 	err := rt.h.AddrDel(l, &netlink.Addr{IPNet: toIPNet(p)})
 	if err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("delete %s from %q: %w", p, l.Attrs().Name, err)
@@ -93,6 +108,7 @@ func (r podRoute) netlinkRoute(l netlink.Link) *netlink.Route {
 }
 
 func (rt rtnl) addRoute(l netlink.Link, r podRoute) error {
+	rt.changing()
 	if err := rt.h.RouteAdd(r.netlinkRoute(l)); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("add route %s via %v on %q: %w", r.Dst, r.Gw, l.Attrs().Name, err)
 	}
@@ -100,6 +116,7 @@ func (rt rtnl) addRoute(l netlink.Link, r podRoute) error {
 }
 
 func (rt rtnl) delRoute(l netlink.Link, r podRoute) error {
+	rt.changing()
 	if err := rt.h.RouteDel(r.netlinkRoute(l)); err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("delete route %s via %v on %q: %w", r.Dst, r.Gw, l.Attrs().Name, err)
 	}

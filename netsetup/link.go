@@ -15,7 +15,23 @@ import (
 // open (and register with the poller, and size a 64 KiB buffer for) a fresh
 // socket per request; a converged Ensure makes a dozen requests, and the
 // agent runs one per VM when it re-adopts a node's VMs.
-type rtnl struct{ h *netlink.Handle }
+//
+// A converged Ensure reads the same few links many times, one step after
+// the other (each step checks its own link, master or address), so rtnl
+// remembers what it read until it changes something: every change made
+// through it forgets all it read, and the next step reads afresh.
+type rtnl struct {
+	h     *netlink.Handle
+	links map[string]netlink.Link // by name
+	addrs map[int][]netlink.Addr  // IPv4 addresses by link index
+}
+
+// changing is called before every change made through rt.h: what rt read
+// before may no longer hold.
+func (rt rtnl) changing() {
+	clear(rt.links)
+	clear(rt.addrs)
+}
 
 // withRTNL runs f with an rtnetlink socket of the calling thread's netns
 // (see inNetNS); the socket keeps that netns and is closed when f returns.
@@ -25,7 +41,7 @@ func withRTNL(f func(rtnl) error) error {
 		return fmt.Errorf("open rtnetlink socket: %w", err)
 	}
 	defer h.Close()
-	return f(rtnl{h: h})
+	return f(rtnl{h: h, links: map[string]netlink.Link{}, addrs: map[int][]netlink.Addr{}})
 }
 
 const dumpRetries = 5
@@ -46,6 +62,9 @@ func retryDump[T any](f func() (T, error)) (T, error) {
 
 // lookupLink returns the link called name; ok is false when it does not exist.
 func (rt rtnl) lookupLink(name string) (l netlink.Link, ok bool, err error) {
+	if l, ok := rt.links[name]; ok {
+		return l, true, nil
+	}
 	l, err = rt.h.LinkByName(name)
 	var nf netlink.LinkNotFoundError
 	if errors.As(err, &nf) || errors.Is(err, unix.ENODEV) {
@@ -54,6 +73,7 @@ func (rt rtnl) lookupLink(name string) (l netlink.Link, ok bool, err error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("look up link %q: %w", name, err)
 	}
+	rt.links[name] = l
 	return l, true, nil
 }
 
@@ -83,6 +103,7 @@ func (rt rtnl) ensureBridge(name string, mtu int) (bool, error) {
 	changed := false
 	if !ok {
 		br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name, MTU: mtu}}
+		rt.changing()
 		if err := rt.h.LinkAdd(br); err != nil && !errors.Is(err, unix.EEXIST) {
 			return false, fmt.Errorf("create bridge %q: %w", name, err)
 		}
@@ -115,6 +136,7 @@ func (rt rtnl) ensureTap(name string, mtu int, uid, gid uint32) (bool, error) {
 			Owner: uid,
 			Group: gid,
 		}
+		rt.changing()
 		if err := rt.h.LinkAdd(tap); err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EEXIST) {
 			return false, fmt.Errorf("create tap %q: %w", name, err)
 		}
@@ -138,6 +160,7 @@ func (rt rtnl) ensureMTU(l netlink.Link, mtu int) (bool, error) {
 	if mtu == 0 || l.Attrs().MTU == mtu {
 		return false, nil
 	}
+	rt.changing()
 	if err := rt.h.LinkSetMTU(l, mtu); err != nil {
 		return false, fmt.Errorf("set MTU %d on %q: %w", mtu, l.Attrs().Name, err)
 	}
@@ -152,6 +175,7 @@ func (rt rtnl) ensureUp(name string) (bool, error) {
 	if l.Attrs().Flags&net.FlagUp != 0 {
 		return false, nil
 	}
+	rt.changing()
 	if err := rt.h.LinkSetUp(l); err != nil {
 		return false, fmt.Errorf("set %q up: %w", name, err)
 	}
@@ -170,6 +194,7 @@ func (rt rtnl) ensureMaster(name, master string) (bool, error) {
 	if l.Attrs().MasterIndex == m.Attrs().Index {
 		return false, nil
 	}
+	rt.changing()
 	if err := rt.h.LinkSetMaster(l, m); err != nil {
 		return false, fmt.Errorf("attach %q to %q: %w", name, master, err)
 	}
@@ -184,6 +209,7 @@ func (rt rtnl) ensureAlias(name, alias string) (bool, error) {
 	if l.Attrs().Alias == alias {
 		return false, nil
 	}
+	rt.changing()
 	if err := rt.h.LinkSetAlias(l, alias); err != nil {
 		return false, fmt.Errorf("set alias on %q: %w", name, err)
 	}
@@ -195,6 +221,7 @@ func (rt rtnl) deleteLink(name string) error {
 	if err != nil || !ok {
 		return err
 	}
+	rt.changing()
 	if err := rt.h.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
 		return fmt.Errorf("delete link %q: %w", name, err)
 	}

@@ -52,6 +52,7 @@ func (rt rtnl) restorePod(plan Plan) error {
 	if br, ok, err := rt.lookupLink(plan.Bridge); err != nil {
 		return err
 	} else if ok && l.Attrs().MasterIndex == br.Attrs().Index {
+		rt.changing()
 		if err := rt.h.LinkSetNoMaster(l); err != nil {
 			return fmt.Errorf("detach %q from %q: %w", plan.PodInterface, plan.Bridge, err)
 		}
