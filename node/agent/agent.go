@@ -224,6 +224,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	go a.vmis.Run(ctx.Done())
 	go a.incoming.Run(ctx.Done())
 	go a.pods.Run(ctx.Done())
+	preattached := make(chan struct{})
+	go func() {
+		defer close(preattached)
+		a.preattach(ctx, a.deps.Store.LiveUIDs())
+	}()
+	defer func() { <-preattached }() // before closeDomains: nothing attaches after it
 	if !waitSynced(ctx, a.vmis.HasSynced, a.incoming.HasSynced, a.pods.HasSynced) {
 		return fmt.Errorf("agent: informer sync: %w", ctx.Err())
 	}

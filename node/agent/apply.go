@@ -225,13 +225,15 @@ func (a *Agent) launch(ctx context.Context, o *Observation) error {
 
 // attach connects to QMP and the guest agent and records QEMU's process.
 func (a *Agent) attach(ctx context.Context, o *Observation) error {
-	proc, err := a.domain(o.UID).attach(ctx, o.Record.Sockets.QMP, o.Record.Sockets.GuestAgent)
+	proc, dialed, err := a.domain(o.UID).attach(ctx, o.Record.Sockets.QMP, o.Record.Sockets.GuestAgent)
 	if err != nil {
 		return err
 	}
 	o.Runtime.QEMUAlive = true
-	a.log.Info("domain attached", "vmi", o.name(), "uid", o.UID, "pid", proc.PID,
-		"reattached", proc == o.Record.Process, "sinceStart", time.Since(a.started).Seconds())
+	if dialed {
+		a.log.Info("domain attached", "vmi", o.name(), "uid", o.UID, "pid", proc.PID,
+			"reattached", proc == o.Record.Process, "sinceStart", time.Since(a.started).Seconds())
+	}
 	if proc == o.Record.Process {
 		return nil // re-attached to the same QEMU: nothing to write
 	}

@@ -47,7 +47,10 @@
 //     status probes): a hung QEMU or launcher delays its own VMI only.
 //   - The agent never stops a QEMU it did not decide to stop: Run returning
 //     closes connections only. After a restart, Attach reconnects to QMP and
-//     checks QEMU's identity (pid, start time, boot id) against the record.
+//     checks QEMU's identity (pid, start time, boot id) against the record;
+//     preattach.go does the same attach while the informers list, so the
+//     first syncs find the connections open. A domain has at most one QMP
+//     connection: attach is one at a time and keeps an open connection.
 //   - Status is patched only when status.Derive changes it, guarded by the
 //     VMI's resourceVersion, and not again from the same resourceVersion
 //     with the same status (the cache behind the agent's own write,

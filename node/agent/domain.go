@@ -29,8 +29,14 @@ type domain struct {
 	procs   Processes
 	net     Network
 
+	// attachMu makes attach one at a time: QEMU serves one QMP client,
+	// so a second dial would wait for the first connection to end.
+	attachMu sync.Mutex
+
 	mu        sync.Mutex
+	closed    bool // close was called: attach keeps nothing
 	conn      MonitorConn
+	proc      store.Process // QEMU's identity, learnt by attach
 	runState  string
 	agentOK   bool
 	probed    bool
@@ -89,33 +95,53 @@ func (d *domain) qmpConn() MonitorConn {
 
 // attach connects to QEMU's QMP socket, learns QEMU's host pid through
 // SO_PEERCRED and starts the watchers. It returns QEMU's process identity.
-func (d *domain) attach(ctx context.Context, qmpPath, qgaPath string) (store.Process, error) {
+// Attached already (preattach.go), it returns the identity it learnt then
+// and dialed false.
+func (d *domain) attach(ctx context.Context, qmpPath, qgaPath string) (proc store.Process, dialed bool, err error) {
+	d.attachMu.Lock()
+	defer d.attachMu.Unlock()
+	d.mu.Lock()
+	conn, proc := d.conn, d.proc
+	d.mu.Unlock()
+	if conn != nil {
+		return proc, false, nil
+	}
 	conn, pid, err := d.qemu.DialQMP(ctx, qmpPath)
 	if err != nil {
-		return store.Process{}, fmt.Errorf("attach QMP: %w", err)
+		return store.Process{}, false, fmt.Errorf("attach QMP: %w", err)
 	}
-	proc, err := d.procs.Identify(pid)
+	proc, err = d.procs.Identify(pid)
 	if err != nil {
 		conn.Close()
-		return store.Process{}, fmt.Errorf("attach QMP %s: %w", qmpPath, err)
+		return store.Process{}, false, fmt.Errorf("attach QMP %s: %w", qmpPath, err)
 	}
 	st, err := conn.QueryStatus(ctx)
 	if err != nil {
 		conn.Close()
-		return store.Process{}, fmt.Errorf("attach: query-status: %w", err)
+		return store.Process{}, false, fmt.Errorf("attach: query-status: %w", err)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		cancel()
+		conn.Close()
+		return store.Process{}, false, errDomainClosed
+	}
 	if d.stopWatch != nil {
 		d.stopWatch()
 	}
-	d.conn, d.runState, d.stopWatch = conn, st.Status, cancel
+	d.conn, d.proc, d.runState, d.stopWatch = conn, proc, st.Status, cancel
 	d.mu.Unlock()
 	probeNow := make(chan struct{}, 1)
 	go d.watchQMP(wctx, conn, probeNow)
 	go d.watchGuestAgent(wctx, qgaPath, probeNow)
-	return proc, nil
+	return proc, true, nil
 }
+
+// errDomainClosed: the domain was closed (released, or the agent stops)
+// while attach dialed.
+var errDomainClosed = errors.New("domain closed while attaching")
 
 // watchQMP follows run-state events until the connection ends, and tells
 // the guest agent watcher (probeNow) when qemu-ga may have just become
@@ -385,10 +411,27 @@ func (d *domain) serveDHCP(ctx context.Context, nsPath string, results []netsetu
 	return nil
 }
 
+// detach closes the QMP connection and stops its watchers; the domain
+// stays usable and the next attach dials again.
+func (d *domain) detach() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopWatch != nil {
+		d.stopWatch()
+		d.stopWatch = nil
+	}
+	if d.conn != nil {
+		d.conn.Close()
+		d.conn = nil
+	}
+	d.runState = ""
+}
+
 // close stops the watchers and DHCP servers and closes the connections.
 func (d *domain) close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.closed = true
 	if d.stopWatch != nil {
 		d.stopWatch()
 		d.stopWatch = nil

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -42,9 +43,9 @@ func TestDomain_AttachFollowsRunState(t *testing.T) {
 	})
 	d, enq := newTestDomain()
 	defer d.close()
-	proc, err := d.attach(context.Background(), srv.Path(), ga.Path())
-	if err != nil {
-		t.Fatal(err)
+	proc, dialed, err := d.attach(context.Background(), srv.Path(), ga.Path())
+	if err != nil || !dialed {
+		t.Fatalf("attach: dialed %v, err %v", dialed, err)
 	}
 	// The fake server runs in this process: SO_PEERCRED names us.
 	if proc.PID != os.Getpid() || proc.StartTime == 0 {
@@ -89,11 +90,61 @@ func TestDomain_AttachFailsOnDeadSocket(t *testing.T) {
 	d, _ := newTestDomain()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if _, err := d.attach(ctx, "/nonexistent/qmp.sock", "/nonexistent/qga.sock"); err == nil {
+	if _, _, err := d.attach(ctx, "/nonexistent/qmp.sock", "/nonexistent/qga.sock"); err == nil {
 		t.Fatal("attach to a missing socket succeeded")
 	}
 	if d.view().QMPConnected {
 		t.Error("view says connected after a failed attach")
+	}
+}
+
+// An attach to a domain attached already (preattach.go, then the sync)
+// keeps the connection: QEMU serves one QMP client, a second dial would
+// wait for the first to end.
+func TestDomain_AttachOncePerConnection(t *testing.T) {
+	srv := qmptest.NewServer(t)
+	srv.Handle("query-status", func(qmptest.Request) (any, error) {
+		return qmp.StatusInfo{Status: "paused"}, nil
+	})
+	d, _ := newTestDomain()
+	defer d.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	first, dialed, err := d.attach(ctx, srv.Path(), "/nonexistent/qga.sock")
+	if err != nil || !dialed {
+		t.Fatalf("first attach: dialed %v, err %v", dialed, err)
+	}
+	again, dialed, err := d.attach(ctx, srv.Path(), "/nonexistent/qga.sock")
+	if err != nil || dialed || again != first {
+		t.Fatalf("second attach = %+v, dialed %v, err %v; want %+v from the open connection", again, dialed, err, first)
+	}
+	n := 0
+	for _, r := range srv.Received() {
+		if r.Command == "query-status" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("QEMU asked query-status %d times, want 1 (one connection)", n)
+	}
+}
+
+// A domain closed while attach dialed (released, or the agent stopping)
+// keeps no connection.
+func TestDomain_AttachAfterCloseKeepsNothing(t *testing.T) {
+	srv := qmptest.NewServer(t)
+	srv.Handle("query-status", func(qmptest.Request) (any, error) {
+		return qmp.StatusInfo{Status: "running", Running: true}, nil
+	})
+	d, _ := newTestDomain()
+	d.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, _, err := d.attach(ctx, srv.Path(), "/nonexistent/qga.sock"); !errors.Is(err, errDomainClosed) {
+		t.Fatalf("attach after close: %v, want errDomainClosed", err)
+	}
+	if d.view().QMPConnected || d.qmpConn() != nil {
+		t.Error("a closed domain holds a QMP connection")
 	}
 }
 

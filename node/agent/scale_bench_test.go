@@ -110,6 +110,15 @@ func TestScale_BurstAndRestart(t *testing.T) {
 	h.killAgent()
 	off := h.agentLogSize()
 	start := h.startAgent(t)
+	// /readyz is polled, not /metrics: a scrape with 100 VMs costs the
+	// agent more CPU than the re-adoption it would measure.
+	for deadline := start.Add(2 * time.Minute); !h.readyz(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("/readyz of the restarted agent: not 200 after 2m")
+		}
+	}
+	ready := time.Since(start)
+	readyCPU := cpuTime(t, h.agentPID())
 	testenv.Eventually(t, 2*time.Minute, fmt.Sprintf("%d domains connected after the restart", n), func() bool {
 		fams, err := h.tryScrape()
 		if err != nil {
@@ -126,7 +135,8 @@ func TestScale_BurstAndRestart(t *testing.T) {
 			adopted = at
 		}
 	}
-	t.Logf("agent restart with %d VMs: new process → every VM re-adopted %v", n, adopted.Sub(start).Round(time.Millisecond))
+	t.Logf("agent restart with %d VMs: new process → every VM re-adopted %v, → /readyz 200 seen %v; agent CPU by then %v",
+		n, adopted.Sub(start).Round(time.Millisecond), ready.Round(time.Millisecond), readyCPU)
 	for _, v := range vms {
 		if pid := v.qemuPID(t); pid != qemus[v.name] {
 			t.Errorf("VM %s: QEMU pid %d → %d across the agent restart", v.name, qemus[v.name], pid)
