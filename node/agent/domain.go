@@ -416,6 +416,10 @@ func (d *domain) serveDHCP(ctx context.Context, nsPath string, results []netsetu
 func (d *domain) detach() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.detachLocked()
+}
+
+func (d *domain) detachLocked() {
 	if d.stopWatch != nil {
 		d.stopWatch()
 		d.stopWatch = nil
@@ -427,24 +431,18 @@ func (d *domain) detach() {
 	d.runState = ""
 }
 
-// close stops the watchers and DHCP servers and closes the connections.
+// close stops the watchers and DHCP servers and closes the connections;
+// an attach after it keeps nothing.
 func (d *domain) close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.closed = true
-	if d.stopWatch != nil {
-		d.stopWatch()
-		d.stopWatch = nil
-	}
+	d.detachLocked()
 	if d.stopDHCP != nil {
 		d.stopDHCP()
 		d.stopDHCP = nil
 	}
-	if d.conn != nil {
-		d.conn.Close()
-		d.conn = nil
-	}
-	d.netReady, d.agentOK, d.probed, d.runState = false, false, false, ""
+	d.netReady, d.agentOK, d.probed = false, false, false
 }
 
 // setRunState records a run state the agent itself just caused.

@@ -13,6 +13,10 @@ import (
 
 // Test-only access for the external tests of sync (sync_test.go).
 
+// PreattachForTest attaches to the QEMUs of the live records, as Run does
+// while its informers list.
+func (a *Agent) PreattachForTest(ctx context.Context) { a.preattach(ctx, a.deps.Store.LiveUIDs()) }
+
 // SyncForTest runs one sync of the VMI uid.
 func (a *Agent) SyncForTest(ctx context.Context, uid string) error { return a.sync(ctx, uid) }
 

@@ -79,13 +79,25 @@ func newSyncEnv(t *testing.T) *syncEnv {
 		now:      time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 	}
 	e.procs.Start(launcherPID, 1)
+	e.newAgent()
+	return e
+}
+
+// newAgent starts e's agent on e's store and fakes: at first, and as the
+// process after a restart (the previous one's connections closed).
+func (e *syncEnv) newAgent() {
+	t := e.t
+	t.Helper()
+	if e.a != nil {
+		e.a.CloseForTest()
+	}
 	cfg := agent.DefaultConfig()
 	cfg.NodeName = syncNode
 	cfg.KubeletRoot = t.TempDir()
 	cfg.AllowEmulation = true
 	cfg.CallTimeout = time.Second
 	a, err := agent.New(cfg, agent.Deps{
-		Kube: e.kube, Virt: e.virt, Store: db,
+		Kube: e.kube, Virt: e.virt, Store: e.db,
 		Launcher: e.launcher, Network: e.net, QEMU: e.qemu, Processes: e.procs,
 	})
 	if err != nil {
@@ -95,7 +107,6 @@ func newSyncEnv(t *testing.T) *syncEnv {
 	t.Cleanup(a.CloseForTest)
 	e.a = a
 	e.refresh()
-	return e
 }
 
 func (e *syncEnv) clock() time.Time {
