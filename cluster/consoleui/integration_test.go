@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +22,7 @@ import (
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/cluster/client/clientset/versioned"
+	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/hack/testenv/apiserver"
 )
 
@@ -140,6 +143,21 @@ func userToken(t *testing.T, kube kubernetes.Interface, ns, name string, verbs [
 	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The API server's authorizer learns the binding from its own watch,
+	// a moment after the create returned.
+	user := "system:serviceaccount:" + ns + ":" + name
+	testenv.Eventually(t, 10*time.Second, user+" allowed by the new binding", func() error {
+		sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{User: user,
+			ResourceAttributes: &authzv1.ResourceAttributes{Namespace: ns, Verb: verbs[0], Group: "kubevirt.io", Resource: "virtualmachines"}}}
+		got, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		if !got.Status.Allowed {
+			return fmt.Errorf("not allowed yet: %s", got.Status.Reason)
+		}
+		return nil
+	})
 	tr, err := kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authnv1.TokenRequest{
 		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
 	}, metav1.CreateOptions{})
