@@ -40,6 +40,19 @@ func BenchmarkUpdate(b *testing.B) {
 	}
 }
 
+// BenchmarkSetPaused measures a pause intent made durable through the
+// intent log (one slot write and one fdatasync), against BenchmarkUpdate's
+// bbolt commit of a record.
+func BenchmarkSetPaused(b *testing.B) {
+	ctx := context.Background()
+	db, uids := benchDB(b)
+	for i := 0; b.Loop(); i++ {
+		if err := db.SetPaused(ctx, uids[i%len(uids)], i%2 == 0, ev(i, "PauseRequested")); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkList measures listing (and decoding) all records.
 func BenchmarkList(b *testing.B) {
 	ctx := context.Background()

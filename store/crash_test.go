@@ -29,12 +29,17 @@ const crashChildEnv = "NODEVIRT_STORE_CRASH_CHILD"
 const crashTimelineLimit = 20
 
 func TestMain(m *testing.M) {
-	if path := os.Getenv(crashChildEnv); path != "" {
-		if err := crashWriter(context.Background(), path); err != nil {
-			fmt.Fprintln(os.Stderr, "crash writer:", err)
-			os.Exit(1)
+	for env, writer := range map[string]func(context.Context, string) error{
+		crashChildEnv:  crashWriter,
+		intentChildEnv: intentWriter,
+	} {
+		if path := os.Getenv(env); path != "" {
+			if err := writer(context.Background(), path); err != nil {
+				fmt.Fprintln(os.Stderr, "crash writer:", err)
+				os.Exit(1)
+			}
+			os.Exit(0)
 		}
-		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -131,7 +136,7 @@ func TestCrash_KilledWriterLosesNothing(t *testing.T) {
 	reported := -1 // highest iteration a child reported committed, over all rounds
 	for round := range rounds {
 		delay := time.Duration(rng.IntN(150)) * time.Millisecond
-		got := runAndKill(t, path, delay)
+		got := runAndKill(t, crashChildEnv, path, delay)
 		reported = max(reported, got)
 		last := verifyCrashFile(t, path, reported)
 		t.Logf("round %d: killed %v after the first commit; reported %d, committed %d", round, delay, got, last)
@@ -144,12 +149,13 @@ func TestCrash_KilledWriterLosesNothing(t *testing.T) {
 	}
 }
 
-// runAndKill runs the writer on path, SIGKILLs it delay after its first
-// reported commit and returns the highest iteration it reported.
-func runAndKill(t *testing.T, path string, delay time.Duration) int {
+// runAndKill runs the writer that the environment variable child selects
+// on path, SIGKILLs it delay after its first reported commit and returns
+// the highest iteration it reported.
+func runAndKill(t *testing.T, child, path string, delay time.Duration) int {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
+	cmd.Env = append(os.Environ(), child+"="+path)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

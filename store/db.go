@@ -58,7 +58,8 @@ func (o Options) withDefaults() Options {
 type DB struct {
 	bolt *bolt.DB
 	opts Options
-	ix   *index // by name (index.go)
+	ix   *index     // by name (index.go)
+	log  *intentLog // pause intents not yet in the bbolt file (intentlog.go)
 }
 
 // Open opens the store file at path. A writable open creates the file (and
@@ -95,11 +96,39 @@ func Open(path string, opts Options) (*DB, error) {
 			return err
 		})
 	}
+	var db *DB
+	if err == nil {
+		db, err = openIntents(&DB{bolt: bdb, opts: opts, ix: ix}, path+intentLogSuffix)
+	}
 	if err != nil {
 		_ = bdb.Close()
 		return nil, fmt.Errorf("open store %q: %w", path, err)
 	}
-	return &DB{bolt: bdb, opts: opts, ix: ix}, nil
+	return db, nil
+}
+
+// openIntents opens the intent log of db. A writable store replays into
+// the bbolt file the entries its records do not reflect (a crash came
+// between an intent's sync and its fold), then folds new entries as they
+// come; a read-only one shows them over the records it reads.
+func openIntents(db *DB, path string) (*DB, error) {
+	l, entries, err := openIntentLog(path, db.opts.ReadOnly, db.ix.maxIntentSeq())
+	if err != nil {
+		return nil, err
+	}
+	db.log = l
+	if db.opts.ReadOnly {
+		for _, e := range entries {
+			l.pending[e.UID] = append(l.pending[e.UID], e)
+		}
+		return db, nil
+	}
+	if err := db.replayIntents(entries); err != nil {
+		l.f.Close()
+		return nil, fmt.Errorf("replay intent log: %w", err)
+	}
+	l.startFolding(db)
+	return db, nil
 }
 
 // indexOf builds the name index of the records in tx.
@@ -125,7 +154,8 @@ func checkSchema(tx *bolt.Tx) error {
 
 // Close releases the file and its lock.
 func (db *DB) Close() error {
-	if err := db.bolt.Close(); err != nil {
+	err := db.log.close(db)
+	if err := errors.Join(err, db.bolt.Close()); err != nil {
 		return fmt.Errorf("close store %q: %w", db.bolt.Path(), err)
 	}
 	return nil
@@ -162,6 +192,10 @@ type buckets struct {
 	ix        *index
 	// indexed is set once a write transaction changed the index.
 	indexed *bool
+	log     *intentLog
+	// absorbed are the intent log entries a write transaction applied, to
+	// be forgotten once it commits.
+	absorbed *[]intent
 }
 
 func bucketsOf(tx *bolt.Tx) (buckets, error) {
@@ -190,7 +224,7 @@ func (db *DB) view(ctx context.Context, fn func(buckets) error) error {
 		if err != nil {
 			return err
 		}
-		b.ix = db.ix
+		b.ix, b.log = db.ix, db.log
 		return fn(b)
 	})
 }
@@ -206,16 +240,20 @@ func (db *DB) update(ctx context.Context, fn func(buckets) error) error {
 		return err
 	}
 	indexed := false
+	var absorbed []intent
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		b, err := bucketsOf(tx)
 		if err != nil {
 			return err
 		}
-		b.ix, b.indexed = db.ix, &indexed
+		b.ix, b.indexed, b.log, b.absorbed = db.ix, &indexed, db.log, &absorbed
 		return fn(b)
 	})
 	if err != nil && indexed {
 		db.rebuildIndex()
+	}
+	if err == nil {
+		db.log.forget(absorbed)
 	}
 	return err
 }

@@ -54,17 +54,45 @@ Every write is one bbolt read-write transaction, fsynced before it returns
 every committed transaction intact and none of an uncommitted one; the tests
 prove this by SIGKILLing a writer repeatedly.
 
-Intent is written before any side effect. To pause, the agent first commits
-Intent.Paused with Update, and only after Update returns nil sends the QMP
-stop; then records what it observed with a second Update. A crash between
-the two leaves the intent on disk, and the restarted agent finishes the job.
-The reverse order could pause a guest and forget that the user asked for it.
+Intent is written before any side effect. To pause, the agent first makes
+Intent.Paused durable with SetPaused (the intent log, below), and only after
+it returns nil sends the QMP stop; then records what it observed with an
+Update. A crash between the two leaves the intent on disk, and the
+restarted agent finishes the job. The reverse order could pause a guest and
+forget that the user asked for it.
 Intent.Freeze works the same way with a deadline: the agent commits the
 thaw deadline before guest-fsfreeze-freeze and clears it only after a
 thaw succeeded, so a guest frozen by an agent that then died is thawed by
 the next one (adding the field needed no version bump, see above).
 Update takes the state change and its timeline events together, so a record
 and its timeline never disagree.
+
+# Intent log
+
+A bbolt commit costs two fdatasyncs (pages, then meta) and re-encodes the
+record; a pause or unpause is on the path users time. SetPaused writes the
+intent instead to <file>.intents, a ring of 1024 slots of 512 bytes, created
+zeroed and synced once so that an append overwrites allocated blocks and one
+fdatasync makes it durable:
+
+	slot: "NVI1" | CRC-32C (4) | seq (8) | length (2) | JSON {"uid","paused","event"}
+
+Entries are numbered; entry seq lives in slot seq mod 1024. A slot whose CRC
+or position does not match (never written, or torn by a crash) is ignored:
+its SetPaused had not returned. Until an entry is in the bbolt file it is
+pending, in memory: Get and List show it over the record they read, and
+the next write of the record (Update, Put) applies it with its event, ahead
+of the write's own events. A timer folds what is still pending into the
+records 20 ms after the first entry, and Close folds the rest; a writable
+Open replays, oldest first, the entries that a crash left unfolded, and a
+read-only Open shows them like pending ones.
+
+Record.IntentSeq says which entries a record reflects: a write sets it to
+the highest seq written, so an entry of an earlier record of the same UID, a
+superseded one, or one already folded is never applied again. A slot is
+reused only once no pending entry is that old (else the pending entries are
+folded first). The log numbers on from the highest IntentSeq of the file,
+so a lost log file cannot make new entries look old.
 
 # Lookups by name
 

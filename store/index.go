@@ -27,6 +27,9 @@ type index struct {
 	mu     sync.RWMutex
 	byUID  map[string]indexEntry
 	byName map[nameKey]map[string]struct{}
+	// maxSeq is the highest IntentSeq of the records when the file was
+	// opened: where the intent log numbers on from if it was lost.
+	maxSeq uint64
 }
 
 // nameKey is a VMI's namespace and name.
@@ -43,6 +46,7 @@ type indexed struct {
 	Namespace string    `json:"namespace"`
 	Name      string    `json:"name"`
 	Gone      time.Time `json:"gone"`
+	IntentSeq uint64    `json:"intentSeq"`
 }
 
 // buildIndex reads the namespace, name and Gone time of every record of
@@ -55,12 +59,30 @@ func buildIndex(records *bolt.Bucket) (*index, error) {
 			return fmt.Errorf("index record %q: %w", k, err)
 		}
 		ix.set(string(k), indexEntry{key: nameKey{r.Namespace, r.Name}, gone: r.Gone})
+		ix.maxSeq = max(ix.maxSeq, r.IntentSeq)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return ix, nil
+}
+
+// isLive reports whether the index holds uid as a record that is not a
+// tombstone.
+func (ix *index) isLive(uid string) bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	e, ok := ix.byUID[uid]
+	return ok && e.gone.IsZero()
+}
+
+// maxIntentSeq returns the highest IntentSeq of the records the index was
+// built from.
+func (ix *index) maxIntentSeq() uint64 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.maxSeq
 }
 
 // put indexes the record r as written.

@@ -36,8 +36,11 @@ type Record struct {
 	Sockets    Sockets     `json:"sockets,omitzero"`
 	Interfaces []Interface `json:"interfaces,omitempty"`
 	Intent     Intent      `json:"intent,omitzero"`
-	Observed   Observed    `json:"observed,omitzero"`
-	Migration  *Migration  `json:"migration,omitempty"`
+	// IntentSeq is the sequence number of the newest intent log entry
+	// this record reflects (SetPaused, intentlog.go); the store sets it.
+	IntentSeq uint64     `json:"intentSeq,omitzero"`
+	Observed  Observed   `json:"observed,omitzero"`
+	Migration *Migration `json:"migration,omitempty"`
 
 	// Gone is when the VMI was marked gone (MarkGone). A record with a
 	// non-zero Gone is a tombstone: kept for the retention period so nodectl

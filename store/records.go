@@ -3,11 +3,16 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
 // Get returns the record of the VMI with the given UID, tombstone or not.
 func (db *DB) Get(ctx context.Context, uid string) (Record, error) {
+	// The pending intent is read before the transaction starts: one folded
+	// meanwhile is in the record the transaction reads.
+	e, pending := db.log.lookup(uid)
 	var r Record
 	err := db.view(ctx, func(b buckets) error {
 		var err error
@@ -17,11 +22,15 @@ func (db *DB) Get(ctx context.Context, uid string) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("get record %q: %w", uid, err)
 	}
+	if pending {
+		e.overlay(&r)
+	}
 	return r, nil
 }
 
 // List returns every record, tombstones included, ordered by UID.
 func (db *DB) List(ctx context.Context) ([]Record, error) {
+	pending := db.log.all() // before the transaction, as in Get
 	var rs []Record
 	err := db.view(ctx, func(b buckets) error {
 		return b.records.ForEach(func(k, v []byte) error {
@@ -35,6 +44,11 @@ func (db *DB) List(ctx context.Context) ([]Record, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list records: %w", err)
+	}
+	for _, e := range pending {
+		if i, ok := slices.BinarySearchFunc(rs, e.UID, func(r Record, uid string) int { return strings.Compare(r.UID, uid) }); ok {
+			e.overlay(&rs[i])
+		}
 	}
 	return rs, nil
 }
@@ -80,10 +94,11 @@ func (db *DB) LiveUIDs() []string { return db.ix.live() }
 // timeline, in one transaction.
 func (db *DB) Put(ctx context.Context, r Record, events ...Event) error {
 	err := db.update(ctx, func(b buckets) error {
+		b.absorb(&r)
 		if err := b.put(&r); err != nil {
 			return err
 		}
-		return b.appendEvents(r.UID, events, db.opts.TimelineLimit)
+		return b.appendEvents(r.UID, append(b.absorbedEvents(r.UID), events...), db.opts.TimelineLimit)
 	})
 	if err != nil {
 		return fmt.Errorf("put record %q: %w", r.UID, err)
@@ -105,6 +120,7 @@ func (db *DB) Update(ctx context.Context, uid string, fn func(*Record) error, ev
 		if r, err = b.get(uid); err != nil {
 			return err
 		}
+		b.absorb(&r)
 		if err := fn(&r); err != nil {
 			return err
 		}
@@ -114,7 +130,7 @@ func (db *DB) Update(ctx context.Context, uid string, fn func(*Record) error, ev
 		if err := b.put(&r); err != nil {
 			return err
 		}
-		return b.appendEvents(uid, events, db.opts.TimelineLimit)
+		return b.appendEvents(uid, append(b.absorbedEvents(uid), events...), db.opts.TimelineLimit)
 	})
 	if err != nil {
 		return Record{}, fmt.Errorf("update record %q: %w", uid, err)
@@ -162,5 +178,8 @@ func (b buckets) delete(uid string) error {
 	}
 	*b.indexed = true
 	b.ix.remove(uid)
+	if e, ok := b.log.lookup(uid); ok {
+		*b.absorbed = append(*b.absorbed, e) // its record is gone
+	}
 	return b.deleteTimeline(uid)
 }
