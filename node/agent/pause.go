@@ -44,9 +44,10 @@ func (a *Agent) Unpause(ctx context.Context, uid string) error {
 	return a.setPaused(ctx, uid, false)
 }
 
-// setPaused reads the record only in the write that persists the intent:
-// a pause is on the path users time, and decoding the record costs as much
-// as QEMU's stop.
+// setPaused reads no record: a pause is on the path users time, and a
+// bbolt commit of the record (two fdatasyncs and its JSON) costs more than
+// QEMU's stop, so the intent goes to the store's intent log (one
+// fdatasync) and reaches the record in the background.
 func (a *Agent) setPaused(ctx context.Context, uid string, paused bool) error {
 	d := a.domainIfAny(uid)
 	var conn MonitorConn
@@ -67,14 +68,9 @@ func (a *Agent) setPaused(ctx context.Context, uid string, paused bool) error {
 	if !paused {
 		reason = "UnpauseRequested"
 	}
-	_, err := a.deps.Store.Update(ctx, uid, func(r *store.Record) error {
-		if r.IsGone() {
-			return errTombstone
-		}
-		r.Intent.Paused = paused
-		return nil
-	}, a.event(reason, "node API"))
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, errTombstone) {
+	// One write to the store's intent log: durable before QEMU is told.
+	err := a.deps.Store.SetPaused(ctx, uid, paused, a.event(reason, "node API"))
+	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("domain %s: %w", uid, api.ErrNoDomain)
 	}
 	if err != nil {
@@ -125,9 +121,6 @@ func (a *Agent) reapplyPause(ctx context.Context, o *Observation) error {
 	a.log.Info("re-applied pause", "vmi", o.name(), "uid", o.UID)
 	return a.deps.Store.AppendEvent(ctx, o.UID, a.event("PauseReapplied", "QEMU ran a guest the user paused"))
 }
-
-// errTombstone: the record is a tombstone, its VMI gone.
-var errTombstone = errors.New("record is a tombstone")
 
 // liveDomain returns the runtime of the live record uid.
 func (a *Agent) liveDomain(ctx context.Context, uid string) (*domain, error) {
