@@ -117,13 +117,13 @@ func openIntents(db *DB, path string) (*DB, error) {
 		return nil, err
 	}
 	db.log = l
+	for _, e := range entries {
+		l.pending[e.UID] = append(l.pending[e.UID], e)
+	}
 	if db.opts.ReadOnly {
-		for _, e := range entries {
-			l.pending[e.UID] = append(l.pending[e.UID], e)
-		}
 		return db, nil
 	}
-	if err := db.replayIntents(entries); err != nil {
+	if err := db.foldIntents(); err != nil {
 		l.f.Close()
 		return nil, fmt.Errorf("replay intent log: %w", err)
 	}

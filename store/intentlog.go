@@ -361,33 +361,6 @@ func (db *DB) foldIntents() error {
 	return nil
 }
 
-// replayIntents applies the log's entries that the records do not reflect,
-// oldest first, in one transaction: what Open does after a crash.
-func (db *DB) replayIntents(entries []intent) error {
-	return db.update(context.Background(), func(b buckets) error {
-		for _, e := range entries {
-			r, err := b.get(e.UID)
-			if errors.Is(err, ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if r.IsGone() || r.IntentSeq >= e.Seq {
-				continue
-			}
-			e.overlay(&r)
-			if err := b.put(&r); err != nil {
-				return err
-			}
-			if err := b.appendEvents(r.UID, []Event{e.Event}, db.opts.TimelineLimit); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
 // startFolding folds pending entries intentFoldDelay after the first
 // append that found none due.
 func (l *intentLog) startFolding(db *DB) {
