@@ -63,8 +63,8 @@
 // been synced once; after a restart that is when every VM is re-adopted.
 //
 // Pause (pause.go) is user intent: the node API (Agent.Pause, Unpause)
-// commits Record.Intent.Paused before the QMP stop or cont, under the
-// domain's opMu; the reconcile re-applies stop (ActPause) to a paused VMI
+// makes Record.Intent.Paused durable (the store's intent log, one
+// fdatasync) before the QMP stop or cont, under the domain's opMu; the reconcile re-applies stop (ActPause) to a paused VMI
 // whose QEMU runs, and never resumes a guest. The node API shares the
 // domain's QMP and guest agent connections (surface.go).
 //
