@@ -127,6 +127,15 @@ func TestCrash_KilledWriterLosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a writer process several times; skipped with -short")
 	}
+	killRounds(t, crashChildEnv, verifyCrashFile)
+}
+
+// killRounds runs the writer that child selects on one file 8 times,
+// SIGKILLing it at a random point after its first reported commit, and
+// after each kill has verify check the file against the highest iteration
+// any round reported; verify returns the last iteration it found.
+func killRounds(t *testing.T, child string, verify func(t *testing.T, path string, reported int) int) {
+	t.Helper()
 	const rounds = 8
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
@@ -136,9 +145,9 @@ func TestCrash_KilledWriterLosesNothing(t *testing.T) {
 	reported := -1 // highest iteration a child reported committed, over all rounds
 	for round := range rounds {
 		delay := time.Duration(rng.IntN(150)) * time.Millisecond
-		got := runAndKill(t, crashChildEnv, path, delay)
+		got := runAndKill(t, child, path, delay)
 		reported = max(reported, got)
-		last := verifyCrashFile(t, path, reported)
+		last := verify(t, path, reported)
 		t.Logf("round %d: killed %v after the first commit; reported %d, committed %d", round, delay, got, last)
 		if t.Failed() {
 			return

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -311,60 +309,54 @@ func TestCrash_KilledIntentWriterLosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a writer process several times; skipped with -short")
 	}
-	const rounds = 8
-	seed := uint64(time.Now().UnixNano())
-	rng := rand.New(rand.NewPCG(seed, seed>>1))
-	t.Logf("seed %d", seed)
-	path := filepath.Join(t.TempDir(), "agent.db")
+	killRounds(t, intentChildEnv, verifyIntentFile)
+}
+
+// verifyIntentFile checks the file a killed intentWriter left: before and
+// after the replay, the record holds the last acknowledged intent (or the
+// one in flight), and every intent has its event. It returns the last
+// intent in the timeline.
+func verifyIntentFile(t *testing.T, path string, reported int) int {
+	t.Helper()
 	ctx := context.Background()
 
-	reported := -1
-	for round := range rounds {
-		delay := time.Duration(rng.IntN(150)) * time.Millisecond
-		got := runAndKill(t, intentChildEnv, path, delay)
-		reported = max(reported, got)
+	// As the crash left it: the record shows the last intent even where
+	// it was not folded yet (a read-only open does not replay).
+	ro, err := store.Open(path, store.Options{ReadOnly: true, LockTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("reopen after SIGKILL: %v", err)
+	}
+	if err := ro.Check(ctx); err != nil {
+		t.Fatalf("file damaged: %v", err)
+	}
+	p := paused(t, ro, "vm")
+	ro.Close()
 
-		// As the crash left it: the record shows the last intent even where
-		// it was not folded yet (a read-only open does not replay).
-		ro, err := store.Open(path, store.Options{ReadOnly: true, LockTimeout: 5 * time.Second})
-		if err != nil {
-			t.Fatalf("reopen after SIGKILL: %v", err)
-		}
-		if err := ro.Check(ctx); err != nil {
-			t.Fatalf("file damaged: %v", err)
-		}
-		p := paused(t, ro, "vm")
-		ro.Close()
-
-		// Replayed by a writable open: every acknowledged intent has its
-		// event, in order, and the record holds the last one.
-		db := reopen(t, path, store.Options{TimelineLimit: intentTimelineLimit})
-		last, err := lastIntent(ctx, db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if last < reported || last > reported+1 {
-			t.Fatalf("last intent in the timeline %d; reported %d, so want %d or %d", last, reported, reported, reported+1)
-		}
-		if got, want := paused(t, db, "vm"), last%2 == 0; got != want || p != want {
-			t.Fatalf("paused = %v (read-only before the replay: %v), want %v: the intent of iteration %d", got, p, want, last)
-		}
-		next := 0
-		for _, r := range reasons(t, db, "vm") {
-			if rest, ok := strings.CutPrefix(r, "Intent:"); ok {
-				if rest != strconv.Itoa(next) {
-					t.Fatalf("intent event %s where %d was due; timeline %v", rest, next, reasons(t, db, "vm"))
-				}
-				next++
+	// Replayed by a writable open: every acknowledged intent has its
+	// event, in order, and the record holds the last one.
+	db := reopen(t, path, store.Options{TimelineLimit: intentTimelineLimit})
+	defer db.Close()
+	last, err := lastIntent(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last < reported || last > reported+1 {
+		t.Fatalf("last intent in the timeline %d; reported %d, so want %d or %d", last, reported, reported, reported+1)
+	}
+	if got, want := paused(t, db, "vm"), last%2 == 0; got != want || p != want {
+		t.Fatalf("paused = %v (read-only before the replay: %v), want %v: the intent of iteration %d", got, p, want, last)
+	}
+	next := 0
+	for _, r := range reasons(t, db, "vm") {
+		if rest, ok := strings.CutPrefix(r, "Intent:"); ok {
+			if rest != strconv.Itoa(next) {
+				t.Fatalf("intent event %s where %d was due; timeline %v", rest, next, reasons(t, db, "vm"))
 			}
+			next++
 		}
-		if next != last+1 {
-			t.Fatalf("%d intent events, want %d", next, last+1)
-		}
-		db.Close()
-		t.Logf("round %d: killed %v after the first intent; reported %d, in the timeline %d", round, delay, got, last)
 	}
-	if reported < rounds {
-		t.Errorf("only %d intents in %d rounds: the writer barely ran", reported+1, rounds)
+	if next != last+1 {
+		t.Fatalf("%d intent events, want %d", next, last+1)
 	}
+	return last
 }
