@@ -22,6 +22,7 @@ require (
 	go.etcd.io/bbolt v1.4.3
 	golang.org/x/sys v0.35.0
 	golang.org/x/term v0.34.0
+	golang.org/x/time v0.9.0
 	google.golang.org/grpc v1.72.1
 	google.golang.org/protobuf v1.36.7
 	gopkg.in/evanphx/json-patch.v4 v4.12.0
@@ -107,7 +108,6 @@ require (
 	golang.org/x/oauth2 v0.27.0 // indirect
 	golang.org/x/sync v0.16.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
-	golang.org/x/time v0.9.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20250303144028-a0af3efb3deb // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250303144028-a0af3efb3deb // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect

@@ -15,7 +15,9 @@
 // Contract of Sync: it reads from informer caches, never mutates cached
 // objects, and is idempotent (a crash between any two API writes is
 // repaired by the next Sync). A returned error requeues the key with
-// per-key exponential backoff and is logged once, here: at Error, except a
+// per-key exponential backoff (5 ms doubling, capped at 30 s, where
+// client-go's default cap is 1000 s: syncs enforce deadlines that only a
+// sync notices) and is logged once, here: at Error, except a
 // conflict (apierrors.IsConflict: another writer won a race), which is
 // normal and logged at Debug. nil forgets the key's failure history. A Sync
 // that wants to look again later without failing (a crash-loop backoff, a

@@ -6,10 +6,34 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
+
+// Retry backoff of a failing key: exponential from minBackoff, capped at
+// maxBackoff, under an overall bucket of retryQPS (burst retryBurst).
+// client-go's default caps a key at 1000 s. Syncs here enforce deadlines
+// (a migration's progressTimeout, a pending target pod, a crash-loop
+// backoff) that only a sync can notice, so a key that failed again and
+// again — through an API server outage, or conflicting with a busy writer
+// — must be looked at again within a bounded time even when no event for
+// it ever arrives.
+const (
+	minBackoff = 5 * time.Millisecond
+	maxBackoff = 30 * time.Second
+	retryQPS   = 10
+	retryBurst = 100
+)
+
+// rateLimiter is the retry backoff of every Loop's queue.
+func rateLimiter() workqueue.TypedRateLimiter[string] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](minBackoff, maxBackoff),
+		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(retryQPS), retryBurst)},
+	)
+}
 
 // Syncer reconciles the object named by key.
 type Syncer interface {
@@ -43,7 +67,7 @@ func New(name string, syncer Syncer, log *slog.Logger, m *Metrics, opts ...Optio
 	if m != nil {
 		cfg.MetricsProvider = m.provider(name)
 	}
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), cfg)
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(rateLimiter(), cfg)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -242,3 +242,25 @@ func TestSyncFunc(t *testing.T) {
 		t.Errorf("SyncFunc.Sync = %v with key %q, want nil with ns/x", err, got)
 	}
 }
+
+// TestRateLimiter_Capped: a key that keeps failing is retried at most
+// maxBackoff apart (client-go's default would wait up to 1000 s), and a
+// success (Forget) starts its backoff over.
+func TestRateLimiter_Capped(t *testing.T) {
+	rl := rateLimiter()
+	var last time.Duration
+	for i := range 40 {
+		d := rl.When("ns/stuck")
+		if d > maxBackoff {
+			t.Fatalf("failure %d: backoff %v, want at most %v", i+1, d, maxBackoff)
+		}
+		last = d
+	}
+	if last != maxBackoff {
+		t.Errorf("after 40 failures: backoff %v, want the cap %v", last, maxBackoff)
+	}
+	rl.Forget("ns/stuck")
+	if d := rl.When("ns/stuck"); d != minBackoff {
+		t.Errorf("after Forget: backoff %v, want %v", d, minBackoff)
+	}
+}
