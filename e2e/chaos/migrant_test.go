@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -19,10 +20,19 @@ import (
 const migrant = "migrant"
 
 // Migration pacing: the pause between two migrations, and how long one
-// may take to end (Succeeded or Failed), faults included.
+// may take to end (Succeeded or Failed), faults included. The controller
+// fails a migration whose target pod does not run within
+// targetPendingTimeout (targetUnschedulableTimeout while unschedulable),
+// or whose target does not get its domain ready within the cluster's
+// progressTimeout after that: the deadline is those bounds and a minute
+// for the controller to notice (its resync, its backoff after an API
+// server outage) and the agents to report. A migration that outlives them
+// is stuck.
 const (
-	migrateEvery    = 10 * time.Second
-	migrateDeadline = 4 * time.Minute
+	migrateEvery               = 10 * time.Second
+	targetUnschedulableTimeout = time.Minute
+	targetPendingTimeout       = 2 * time.Minute
+	migrateDeadline            = targetPendingTimeout + time.Duration(v1.DefaultProgressTimeout)*time.Second + time.Minute
 )
 
 // bootIDLine is what the guest prints for bootIDCommand: its kernel's
@@ -96,7 +106,7 @@ func (h *harness) migrate(ctx context.Context) {
 		if m.Phase != string(v1.MigrationSucceeded) && m.Phase != string(v1.MigrationFailed) {
 			why := ""
 			if vmi, err := h.virt.KubevirtV1().VirtualMachineInstances(namespace).Get(context.WithoutCancel(ctx), migrant, metav1.GetOptions{}); err == nil {
-				why = h.describePods(context.WithoutCancel(ctx), vmi)
+				why = h.describePods(context.WithoutCancel(ctx), vmi) + h.describeMigration(context.WithoutCancel(ctx), m.Name, vmi)
 			}
 			h.violate(fmt.Sprintf("migrant: migration %s (%s → %s) not ended within %v: phase %s%s", m.Name, m.From, m.To, migrateDeadline, m.Phase, why))
 			return
@@ -150,7 +160,8 @@ func (h *harness) migrateOnce(ctx context.Context, uid types.UID) (Migration, bo
 			// A target pod that cannot start fails the migration well
 			// within its deadline (KubeVirt's 5 and 15 minutes are longer).
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "chaos-migrate-", Annotations: map[string]string{
-				migration.AnnotationUnschedulableTimeout: "60", migration.AnnotationPendingTimeout: "120"}},
+				migration.AnnotationUnschedulableTimeout: seconds(targetUnschedulableTimeout),
+				migration.AnnotationPendingTimeout:       seconds(targetPendingTimeout)}},
 			Spec: v1.VirtualMachineInstanceMigrationSpec{VMIName: migrant},
 		}, metav1.CreateOptions{})
 		return err
@@ -191,6 +202,9 @@ func (h *harness) migrateOnce(ctx context.Context, uid types.UID) (Migration, bo
 	}
 	return m, true
 }
+
+// seconds is d as a migration annotation's value.
+func seconds(d time.Duration) string { return strconv.Itoa(int(d / time.Second)) }
 
 // bootID reads the migrant's boot ID through its serial console, through
 // the cluster.

@@ -251,8 +251,10 @@ every fault the harness checks, and counts as a violation when broken:
   successor (runStrategy Always, after KubeVirt's crash-loop backoff);
 - the migrant VM, live-migrated between the two nodes again and again, keeps its VMI
   Running and its guest (the same kernel boot ID, read through its console) after
-  every migration; each migration ends within 4 minutes, and one that fails must
-  have a fault injected while it ran (or in the minute before) to explain it;
+  every migration; each migration ends within the controller's own bounds (its target
+  pod running within 2 minutes, the target's domain ready within progressTimeout after
+  that) and a minute, and one that fails must have a fault injected while it ran (or
+  in the minute before) to explain it;
 - the agent's records agree with the API server within a minute: no live record of a
   VMI that is gone or final, no Running VMI of the node without a live record;
 - the node is never marked unschedulable (a SIGKILLed agent is back long before the
