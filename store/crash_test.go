@@ -216,20 +216,30 @@ func runAndKill(t *testing.T, child, path string, delay time.Duration) int {
 	return best
 }
 
+// openKilled opens, read-only, the file a killed writer left, and checks
+// that it is intact. The caller closes it (before the next round's writer
+// takes its lock).
+func openKilled(t *testing.T, path string) *store.DB {
+	t.Helper()
+	db, err := store.Open(path, store.Options{ReadOnly: true, LockTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("reopen after SIGKILL: %v", err)
+	}
+	if err := db.Check(context.Background()); err != nil {
+		db.Close()
+		t.Fatalf("file damaged: %v", err)
+	}
+	return db
+}
+
 // verifyCrashFile opens the file read-only and checks that every iteration up
 // to reported, and nothing after the last committed one, is in it intact. It
 // returns the last committed iteration.
 func verifyCrashFile(t *testing.T, path string, reported int) int {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(path, store.Options{ReadOnly: true, LockTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatalf("reopen after SIGKILL: %v", err)
-	}
+	db := openKilled(t, path)
 	defer db.Close()
-	if err := db.Check(ctx); err != nil {
-		t.Fatalf("file damaged: %v", err)
-	}
 	last, err := lastIteration(ctx, db)
 	if err != nil {
 		t.Fatal(err)

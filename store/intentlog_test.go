@@ -322,13 +322,7 @@ func verifyIntentFile(t *testing.T, path string, reported int) int {
 
 	// As the crash left it: the record shows the last intent even where
 	// it was not folded yet (a read-only open does not replay).
-	ro, err := store.Open(path, store.Options{ReadOnly: true, LockTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatalf("reopen after SIGKILL: %v", err)
-	}
-	if err := ro.Check(ctx); err != nil {
-		t.Fatalf("file damaged: %v", err)
-	}
+	ro := openKilled(t, path)
 	p := paused(t, ro, "vm")
 	ro.Close()
 
