@@ -146,8 +146,9 @@ var errDomainClosed = errors.New("domain closed while attaching")
 // watchQMP follows run-state events until the connection ends, and tells
 // the guest agent watcher (probeNow) when qemu-ga may have just become
 // reachable: the guest opened a virtio-serial port (qemu-ga started), or
-// an incoming migration brought the guest here (its qemu-ga has the port
-// open already, so no port event follows).
+// its vCPUs run again (a resume, an incoming migration's guest arriving,
+// a guest started paused running for the first time), so a qemu-ga that
+// could not answer while they were stopped is asked at once.
 func (d *domain) watchQMP(ctx context.Context, conn MonitorConn, probeNow chan<- struct{}) {
 	poke := func() {
 		select {
@@ -180,7 +181,7 @@ func (d *domain) watchQMP(ctx context.Context, conn MonitorConn, probeNow chan<-
 			if ev.Name == "MIGRATION" {
 				d.setMigrationStatus(migrationEventStatus(ev.Data))
 			}
-			if arrived := d.onEvent(ctx, conn, ev.Name, conn.Dropped() > 0); arrived {
+			if resumed := d.onEvent(ctx, conn, ev.Name, conn.Dropped() > 0); resumed {
 				poke()
 			}
 		}
@@ -188,9 +189,10 @@ func (d *domain) watchQMP(ctx context.Context, conn MonitorConn, probeNow chan<-
 }
 
 // onEvent updates the run state after event name and enqueues the VMI. It
-// reports whether the state left inmigrate: an incoming migration ended
-// and the guest runs in this QEMU.
-func (d *domain) onEvent(ctx context.Context, conn Monitor, name string, dropped bool) (arrived bool) {
+// reports whether the guest's vCPUs went from halted (guestHalted) to
+// running: after a pause, after an incoming migration's guest arrived and
+// was resumed, or the first run of a guest started paused.
+func (d *domain) onEvent(ctx context.Context, conn Monitor, name string, dropped bool) (resumed bool) {
 	state := ""
 	switch name {
 	case "STOP":
@@ -226,19 +228,33 @@ func (d *domain) onEvent(ctx context.Context, conn Monitor, name string, dropped
 		state = st.Status
 	}
 	d.mu.Lock()
-	arrived = d.runState == qmp.RunStateInMigrate && state != qmp.RunStateInMigrate
+	resumed = guestHalted(d.runState) && state == qmp.RunStateRunning
 	d.runState = state
 	d.mu.Unlock()
 	d.enqueue(d.uid)
-	return arrived
+	return resumed
 }
 
-// incomingPending reports whether the guest has not arrived in this QEMU
-// yet.
-func (d *domain) incomingPending() bool {
+// guestHalted reports whether a QEMU in run state s holds its guest's
+// vCPUs stopped, so qemu-ga in it cannot answer: an incoming migration's
+// guest that has not arrived (inmigrate), a guest started paused that never
+// ran (prelaunch), a paused guest. A guest agent probe then would only sit
+// in the channel until a timeout; the guest agent watcher skips it and
+// keeps the last connectivity it knew (AgentConnected stays what it was, as
+// KubeVirt's does across a pause: the channel is still open).
+func guestHalted(s string) bool {
+	switch s {
+	case qmp.RunStateInMigrate, qmp.RunStatePrelaunch, qmp.RunStatePaused:
+		return true
+	}
+	return false
+}
+
+// halted reports guestHalted of the domain's current run state.
+func (d *domain) halted() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.runState == qmp.RunStateInMigrate
+	return guestHalted(d.runState)
 }
 
 // vserportOpened reports whether a VSERPORT_CHANGE event's data says the

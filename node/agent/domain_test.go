@@ -86,6 +86,35 @@ func TestDomain_AttachFollowsRunState(t *testing.T) {
 	}
 }
 
+// A guest whose vCPUs are stopped cannot answer its qemu-ga: attaching to
+// a QEMU started paused (prelaunch) dials no guest agent, and
+// AgentConnected stays what the status says (not probed); the guest's
+// first run (RESUME) has it probed at once.
+func TestDomain_NoGuestAgentProbeWhileHalted(t *testing.T) {
+	srv := qmptest.NewServer(t)
+	srv.Handle("query-status", func(qmptest.Request) (any, error) {
+		return qmp.StatusInfo{Status: "prelaunch"}, nil
+	})
+	ga := qmptest.NewAgentServer(t)
+	ga.Handle("guest-get-osinfo", func(qmptest.Request) (any, error) {
+		return map[string]string{"name": "Busybox"}, nil
+	})
+	d, _ := newTestDomain()
+	defer d.close()
+	if _, _, err := d.attach(context.Background(), srv.Path(), ga.Path()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the watcher's first probe is due at once
+	if got := ga.Received(); len(got) != 0 {
+		t.Fatalf("guest agent of a guest started paused got %d requests: %+v", len(got), got)
+	}
+	if v := d.view(); v.AgentProbed || v.AgentConnected {
+		t.Fatalf("view %+v: want the guest agent not probed", v)
+	}
+	srv.Emit("RESUME", nil)
+	waitView(t, d, "the guest agent probed after RESUME", func(v RuntimeView) bool { return v.AgentConnected && v.AgentProbed })
+}
+
 func TestDomain_AttachFailsOnDeadSocket(t *testing.T) {
 	d, _ := newTestDomain()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)

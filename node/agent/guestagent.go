@@ -10,9 +10,12 @@ import (
 )
 
 // Guest agent probing: a ping every agentPeriod, and at once when the guest
-// opens its virtio-serial port (QMP VSERPORT_CHANGE) or arrives by an
-// incoming migration; none while it has not arrived (a ping would only sit
-// in the channel until it does). The agent counts as
+// opens its virtio-serial port (QMP VSERPORT_CHANGE) or its vCPUs run again
+// (a resume; an incoming migration's guest arrived and resumed); none while
+// they are stopped (guestHalted: paused, started paused, not arrived yet),
+// where a ping would only sit in the channel until they run. So a restarted
+// agent does not dial the qemu-ga of each paused VM it re-adopts, and a
+// paused VM keeps AgentConnected. The agent counts as
 // disconnected only after agentFailures failed pings in a row, so one slow
 // or garbled answer (for example right after another client used the
 // channel) does not flap AgentConnected.
@@ -48,7 +51,7 @@ func (d *domain) watchGuestAgent(ctx context.Context, path string, probeNow <-ch
 			opened = true
 		}
 		t.Reset(agentPeriod)
-		if d.incomingPending() {
+		if d.halted() {
 			continue
 		}
 		info, known, err := d.probeAgent(ctx, &ga, path)
