@@ -47,7 +47,7 @@ type Conn struct {
 }
 
 // Dial connects to the QMP unix socket at path, reads QEMU's greeting and
-// negotiates capabilities. If the greeting does not arrive (or is not one)
+// negotiates capabilities (the request goes out with the connection). If the greeting does not arrive (or is not one)
 // before ctx ends, Dial fails with an error wrapping ErrGreeting (and the
 // context's error, if that is why).
 func Dial(ctx context.Context, path string) (*Conn, error) {
@@ -72,6 +72,14 @@ func NewConn(ctx context.Context, nc net.Conn, name string) (*Conn, error) {
 	}
 	greeted := make(chan *Greeting, 1)
 	go c.readLoop(greeted)
+	// The capabilities request is sent at once, not after the greeting
+	// came: QEMU writes its greeting when it accepts and reads requests
+	// only after that, so the order on the wire is the protocol's, and the
+	// handshake waits for QEMU once instead of twice. A QEMU starved of
+	// CPU (a restarted agent attaching to a hundred at once) answers each
+	// wait late.
+	negotiated := make(chan error, 1)
+	go func() { negotiated <- c.Execute(ctx, "qmp_capabilities", nil, nil) }()
 
 	select {
 	case g := <-greeted:
@@ -86,7 +94,7 @@ func NewConn(ctx context.Context, nc net.Conn, name string) (*Conn, error) {
 		c.Close()
 		return nil, fmt.Errorf("qmp %q: %w: %w", name, ErrGreeting, ctx.Err())
 	}
-	if err := c.Execute(ctx, "qmp_capabilities", nil, nil); err != nil {
+	if err := <-negotiated; err != nil {
 		c.Close()
 		return nil, fmt.Errorf("%w: %w", ErrGreeting, err)
 	}

@@ -1,10 +1,13 @@
 package qmp_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -48,7 +51,13 @@ func TestDial_GreetingFailures(t *testing.T) {
 		caps     qmptest.Handler
 		wantCtx  bool // the error also wraps context.DeadlineExceeded
 	}{
-		{name: "no greeting", greeting: "", wantCtx: true},
+		// The capabilities request goes out before the greeting arrives:
+		// a peer that stays silent times out, one that answers it
+		// without a greeting is no QMP server either.
+		{name: "no greeting", greeting: "", wantCtx: true, caps: func(qmptest.Request) (any, error) {
+			return nil, qmptest.ErrNoReply
+		}},
+		{name: "no greeting, capabilities answered", greeting: ""},
 		{name: "not JSON", greeting: "hello"},
 		{name: "not a greeting", greeting: `{"return": {}}`},
 		{name: "capabilities refused", greeting: qmptest.DefaultGreeting, caps: func(qmptest.Request) (any, error) {
@@ -83,6 +92,55 @@ func TestDial_GreetingFailures(t *testing.T) {
 				t.Errorf("errors.Is(%v, DeadlineExceeded) = %v, want %v", err, got, tt.wantCtx)
 			}
 		})
+	}
+}
+
+// The handshake waits for QEMU once: the capabilities request is on the
+// wire before the greeting is read. This peer greets only after it has
+// read the request, which a client waiting for the greeting first would
+// never send.
+func TestDial_CapabilitiesSentWithTheConnection(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "qmp.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	served := make(chan error, 1)
+	go func() {
+		nc, err := l.Accept()
+		if err != nil {
+			served <- err
+			return
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(5 * time.Second))
+		line, err := bufio.NewReader(nc).ReadString('\n')
+		if err != nil {
+			served <- fmt.Errorf("read before the greeting: %w", err)
+			return
+		}
+		var req struct {
+			Execute string          `json:"execute"`
+			ID      json.RawMessage `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(line), &req); err != nil || req.Execute != "qmp_capabilities" {
+			served <- fmt.Errorf("first request %q (%v), want qmp_capabilities", line, err)
+			return
+		}
+		_, err = fmt.Fprintf(nc, "%s\n{\"return\": {}, \"id\": %s}\n", qmptest.DefaultGreeting, req.ID)
+		served <- err
+		nc.Read(make([]byte, 1)) // until the client hangs up
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := qmp.Dial(ctx, path)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	c.Close()
+	if err := <-served; err != nil {
+		t.Fatal(err)
 	}
 }
 
