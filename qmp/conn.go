@@ -47,9 +47,10 @@ type Conn struct {
 }
 
 // Dial connects to the QMP unix socket at path, reads QEMU's greeting and
-// negotiates capabilities (the request goes out with the connection). If the greeting does not arrive (or is not one)
-// before ctx ends, Dial fails with an error wrapping ErrGreeting (and the
-// context's error, if that is why).
+// negotiates capabilities (the request goes out with the connection). If
+// the greeting does not arrive (or is not one) before ctx ends, Dial fails
+// with an error wrapping ErrGreeting (and the context's error, if that is
+// why).
 func Dial(ctx context.Context, path string) (*Conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unix", path)

@@ -1,13 +1,10 @@
 package qmp_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -100,47 +97,11 @@ func TestDial_GreetingFailures(t *testing.T) {
 // read the request, which a client waiting for the greeting first would
 // never send.
 func TestDial_CapabilitiesSentWithTheConnection(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "qmp.sock")
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	served := make(chan error, 1)
-	go func() {
-		nc, err := l.Accept()
-		if err != nil {
-			served <- err
-			return
-		}
-		defer nc.Close()
-		nc.SetDeadline(time.Now().Add(5 * time.Second))
-		line, err := bufio.NewReader(nc).ReadString('\n')
-		if err != nil {
-			served <- fmt.Errorf("read before the greeting: %w", err)
-			return
-		}
-		var req struct {
-			Execute string          `json:"execute"`
-			ID      json.RawMessage `json:"id"`
-		}
-		if err := json.Unmarshal([]byte(line), &req); err != nil || req.Execute != "qmp_capabilities" {
-			served <- fmt.Errorf("first request %q (%v), want qmp_capabilities", line, err)
-			return
-		}
-		_, err = fmt.Fprintf(nc, "%s\n{\"return\": {}, \"id\": %s}\n", qmptest.DefaultGreeting, req.ID)
-		served <- err
-		nc.Read(make([]byte, 1)) // until the client hangs up
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := qmp.Dial(ctx, path)
-	if err != nil {
-		t.Fatalf("Dial: %v", err)
-	}
-	c.Close()
-	if err := <-served; err != nil {
-		t.Fatal(err)
+	s := qmptest.NewServer(t)
+	s.GreetAfterFirstRequest()
+	dial(t, s)
+	if diff := cmp.Diff([]string{"qmp_capabilities"}, commands(s.Received())); diff != "" {
+		t.Errorf("commands (-want +got):\n%s", diff)
 	}
 }
 

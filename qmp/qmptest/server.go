@@ -47,10 +47,12 @@ type Server struct {
 	mu       sync.Mutex
 	handlers map[string]Handler
 	greeting string
-	stale    []byte
-	conns    map[*serverConn]struct{}
-	received []Request
-	wg       sync.WaitGroup
+	// greetLate holds the greeting until a client's first request came.
+	greetLate bool
+	stale     []byte
+	conns     map[*serverConn]struct{}
+	received  []Request
+	wg        sync.WaitGroup
 }
 
 type serverConn struct {
@@ -141,6 +143,16 @@ func (s *Server) SetGreeting(line string) {
 	s.greeting = line
 }
 
+// GreetAfterFirstRequest makes a QMP server hold its greeting until the
+// client's first request has arrived, then send it before that request's
+// reply: a client that waits for the greeting before it sends never gets
+// one.
+func (s *Server) GreetAfterFirstRequest() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.greetLate = true
+}
+
 // SetStale makes an agent server write b before every guest-sync-delimited
 // reply, like leftovers of an earlier, interrupted exchange.
 func (s *Server) SetStale(b []byte) {
@@ -202,7 +214,7 @@ func (s *Server) accept() {
 		c := &serverConn{nc: nc}
 		s.mu.Lock()
 		s.conns[c] = struct{}{}
-		greeting := s.greeting
+		greeting, late := s.greeting, s.greetLate
 		s.mu.Unlock()
 		s.wg.Add(1)
 		go func() {
@@ -213,18 +225,23 @@ func (s *Server) accept() {
 				delete(s.conns, c)
 				s.mu.Unlock()
 			}()
-			if !s.agent && greeting != "" {
+			if s.agent {
+				greeting = ""
+			}
+			if greeting != "" && !late {
 				if c.send([]byte(greeting+"\r\n")) != nil {
 					return
 				}
+				greeting = ""
 			}
-			s.serve(c)
+			s.serve(c, greeting)
 		}()
 	}
 }
 
-// serve reads requests until the client goes away.
-func (s *Server) serve(c *serverConn) {
+// serve reads requests until the client goes away; a greeting not sent
+// yet (GreetAfterFirstRequest) goes out when the first one has arrived.
+func (s *Server) serve(c *serverConn, greeting string) {
 	var r *bufio.Reader
 	if s.agent {
 		r = bufio.NewReader(dropDelimiters{c.nc})
@@ -243,6 +260,12 @@ func (s *Server) serve(c *serverConn) {
 		s.received = append(s.received, req)
 		h := s.handlers[req.Command]
 		s.mu.Unlock()
+		if greeting != "" {
+			if c.send([]byte(greeting+"\r\n")) != nil {
+				return
+			}
+			greeting = ""
+		}
 		if s.agent {
 			if !s.answer(c, req, h) {
 				return
