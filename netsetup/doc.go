@@ -117,10 +117,14 @@
 //
 // # Concurrency
 //
-// Ensure and Release lock their goroutine to an OS thread for the duration
-// and switch only that thread into the pod netns. Calls for different netns
-// may run concurrently; calls for the same plan must be serialised by the
-// caller (the agent's per-VMI queue key does that).
+// The agent's own netns is never changed: a thread is switched into the pod
+// netns, locked to its goroutine, and switched back. Ensure does that once
+// to open its sockets and /proc/sys files there (podsockets.go; they keep
+// the netns) and runs its steps on the caller's goroutine, entering again
+// only to create a tap. Release runs on the switched thread throughout.
+// Calls for different netns may run concurrently; calls for the same plan
+// must be serialised by the caller (the agent's per-VMI queue key does
+// that).
 //
 // # IPv6: what is missing
 //

@@ -66,24 +66,26 @@ func Ensure(ctx context.Context, netnsPath string, plan Plan) (Result, error) {
 
 // ensureSteps runs the first k steps (all when k < 0).
 func ensureSteps(ctx context.Context, netnsPath string, plan Plan, k int) (Result, error) {
-	st := &state{plan: plan}
 	all := steps(plan)
 	if k >= 0 && k < len(all) {
 		all = all[:k]
 	}
-	err := inNetNS(ctx, netnsPath, func() error {
-		return withRTNL(func(rt rtnl) error {
-			st.rt = rt
-			return runSteps(ctx, st, all)
-		})
-	})
+	wrap := func(err error) error {
+		return fmt.Errorf("ensure %s network (bridge %q, tap %q): %w", plan.Binding, plan.Bridge, plan.Tap, err)
+	}
+	ps, err := openPodSockets(ctx, netnsPath, stepSysctls(plan))
 	if err != nil {
-		return Result{}, fmt.Errorf("ensure %s network (bridge %q, tap %q): %w", plan.Binding, plan.Bridge, plan.Tap, err)
+		return Result{}, wrap(err)
+	}
+	defer ps.close()
+	st := &state{plan: plan, podSockets: ps}
+	if err := runSteps(ctx, st, all); err != nil {
+		return Result{}, wrap(err)
 	}
 	return st.result(), nil
 }
 
-// runSteps runs steps in order inside the pod netns and records in st which
+// runSteps runs steps in order through the pod netns's sockets and records in st which
 // of them changed something.
 func runSteps(ctx context.Context, st *state, all []step) error {
 	for _, s := range all {
@@ -103,8 +105,8 @@ func runSteps(ctx context.Context, st *state, all []step) error {
 
 // state is shared by the steps of one Ensure call.
 type state struct {
-	plan    Plan
-	rt      rtnl
+	plan Plan
+	*podSockets
 	mtu     int
 	pod     podConfig
 	changed []string

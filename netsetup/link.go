@@ -10,11 +10,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// rtnl is one rtnetlink socket in a pod netns, opened by withRTNL for the
-// length of one Ensure or Release. netlink's package-level functions would
-// open (and register with the poller, and size a 64 KiB buffer for) a fresh
-// socket per request; a converged Ensure makes a dozen requests, and the
-// agent runs one per VM when it re-adopts a node's VMs.
+// rtnl is one rtnetlink socket in a pod netns, opened for the length of
+// one Ensure (openPodSockets) or Release (withRTNL). netlink's package-level
+// functions would open (and register with the poller, and size a 64 KiB
+// buffer for) a fresh socket per request; a converged Ensure makes a dozen
+// requests, and the agent runs one per VM when it re-adopts a node's VMs.
 //
 // A converged Ensure reads the same few links many times, one step after
 // the other (each step checks its own link, master or address), so rtnl
@@ -24,6 +24,10 @@ type rtnl struct {
 	h     *netlink.Handle
 	links map[string]netlink.Link // by name
 	addrs map[int][]netlink.Addr  // IPv4 addresses by link index
+	// enter runs f on a thread switched into the socket's netns, for what
+	// the socket alone cannot do there: creating a tap (the kernel puts it
+	// in the netns of the thread that opened /dev/net/tun).
+	enter func(f func() error) error
 }
 
 // changing is called before every change made through rt.h: what rt read
@@ -33,15 +37,35 @@ func (rt rtnl) changing() {
 	clear(rt.addrs)
 }
 
-// withRTNL runs f with an rtnetlink socket of the calling thread's netns
-// (see inNetNS); the socket keeps that netns and is closed when f returns.
-func withRTNL(f func(rtnl) error) error {
+// openRTNL opens an rtnetlink socket in the calling thread's netns (see
+// inNetNS); the socket keeps that netns whichever thread uses it later.
+// Its enter runs f on the calling thread, so rt must be used there unless
+// the caller sets enter.
+func openRTNL() (rtnl, error) {
 	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
-		return fmt.Errorf("open rtnetlink socket: %w", err)
+		return rtnl{}, fmt.Errorf("open rtnetlink socket: %w", err)
 	}
-	defer h.Close()
-	return f(rtnl{h: h, links: map[string]netlink.Link{}, addrs: map[int][]netlink.Addr{}})
+	return rtnl{h: h, links: map[string]netlink.Link{}, addrs: map[int][]netlink.Addr{},
+		enter: func(f func() error) error { return f() }}, nil
+}
+
+// close closes the socket (a zero rtnl has none).
+func (rt rtnl) close() {
+	if rt.h != nil {
+		rt.h.Close()
+	}
+}
+
+// withRTNL runs f on the calling thread with an rtnetlink socket of its
+// netns (see inNetNS), closed when f returns.
+func withRTNL(f func(rtnl) error) error {
+	rt, err := openRTNL()
+	if err != nil {
+		return err
+	}
+	defer rt.close()
+	return f(rt)
 }
 
 const dumpRetries = 5
@@ -137,7 +161,8 @@ func (rt rtnl) ensureTap(name string, mtu int, uid, gid uint32) (bool, error) {
 			Group: gid,
 		}
 		rt.changing()
-		if err := rt.h.LinkAdd(tap); err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EEXIST) {
+		err := rt.enter(func() error { return rt.h.LinkAdd(tap) })
+		if err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EEXIST) {
 			return false, fmt.Errorf("create tap %q: %w", name, err)
 		}
 		changed = true

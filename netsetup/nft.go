@@ -139,14 +139,9 @@ func table() *nftables.Table {
 
 // ensureNAT makes the nodevirt table hold exactly n's rules. When it does
 // not, the table is replaced in one atomic batch (add, delete, re-create).
-// The check and the batch share one netlink socket (a lasting connection)
-// instead of opening one per request.
-func ensureNAT(n natRules) (bool, error) {
-	c, err := nftables.New(nftables.AsLasting())
-	if err != nil {
-		return false, fmt.Errorf("nftables: %w", err)
-	}
-	defer c.CloseLasting()
+// The check and the batch go through c, a lasting connection in the pod
+// netns (openPodSockets), instead of a socket per request.
+func ensureNAT(c *nftables.Conn, n natRules) (bool, error) {
 	fp := n.fingerprint()
 	specs := n.specs()
 	ok, err := natConverged(c, fp, specs)

@@ -30,11 +30,26 @@ func masqueradeSteps(p Plan) []step {
 		{"tap", func(st *state) (bool, error) { return st.rt.ensureTap(p.Tap, st.mtu, p.UID, p.GID) }},
 		{"tap-master", func(st *state) (bool, error) { return st.rt.ensureMaster(p.Tap, p.Bridge) }},
 		{"tap-up", func(st *state) (bool, error) { return st.rt.ensureUp(p.Tap) }},
-		{"ip-forward", func(*state) (bool, error) { return ensureSysctl("/proc/sys/net/ipv4/ip_forward", "1") }},
+		{"ip-forward", func(st *state) (bool, error) {
+			f, err := st.sysctl(ipForward)
+			if err != nil {
+				return false, err
+			}
+			return f.ensure("1")
+		}},
 		{"nat", func(st *state) (bool, error) {
-			return ensureNAT(natRules{podIface: p.PodInterface, podIP: st.pod.Addr.Addr(), guestIP: p.GuestIP.Addr(), ports: p.Ports})
+			return ensureNAT(st.nft, natRules{podIface: p.PodInterface, podIP: st.pod.Addr.Addr(), guestIP: p.GuestIP.Addr(), ports: p.Ports})
 		}},
 	}
+}
+
+// stepSysctls are the /proc/sys files p's steps check, opened with the
+// sockets before they run (openPodSockets).
+func stepSysctls(p Plan) []string {
+	if p.Binding == Masquerade {
+		return []string{ipForward}
+	}
+	return nil
 }
 
 func bridgeSteps(p Plan) []step {
