@@ -78,8 +78,20 @@ var agentPhases = []VirtualMachineInstancePhase{Scheduled, Running, Unknown, Suc
 // StatusOwnership returns the ownership table of every status field of
 // VMIs, VMs and migrations: the single source that writers consult (see
 // [VirtualMachineInstanceStatus.OwnedBy]) and docs/status-ownership.md
-// restates. Each call returns a fresh slice.
+// restates. Each call returns a fresh copy.
 func StatusOwnership() []StatusField {
+	out := slices.Clone(statusOwnership)
+	for i := range out {
+		out[i].While = slices.Clone(out[i].While)
+	}
+	return out
+}
+
+// statusOwnership is the table, built once: the agent and the controllers
+// consult it on every status they derive.
+var statusOwnership = ownershipTable()
+
+func ownershipTable() []StatusField {
 	pre := []VirtualMachineInstancePhase{VmPhaseUnset, Pending, Scheduling}
 	nonFinal := []VirtualMachineInstancePhase{Pending, Scheduling, Scheduled, Running, Unknown}
 	vmi := func(path, writer string, while ...VirtualMachineInstancePhase) StatusField {
@@ -167,7 +179,7 @@ func StatusOwnership() []StatusField {
 // phase p: the controller before Scheduled, the agent from Scheduled on.
 // The node controller's NodeUnresponsive exception is not an owner.
 func PhaseWriter(p VirtualMachineInstancePhase) string {
-	for _, f := range StatusOwnership() {
+	for _, f := range statusOwnership {
 		if f.Kind == KindVMI && f.Path == "status.phase" && !f.Exception && slices.Contains(f.While, p) {
 			return f.Writer
 		}
@@ -179,8 +191,9 @@ func PhaseWriter(p VirtualMachineInstancePhase) string {
 // type t (the usual owner first); none for a type nodevirt does not write.
 func ConditionWriters(t VirtualMachineInstanceConditionType) []string {
 	var out []string
-	for _, f := range StatusOwnership() {
-		if f.Kind == KindVMI && f.Path == "status.conditions[type="+string(t)+"]" {
+	path := "status.conditions[type=" + string(t) + "]"
+	for _, f := range statusOwnership {
+		if f.Kind == KindVMI && f.Path == path {
 			out = append(out, f.Writer)
 		}
 	}
@@ -190,7 +203,7 @@ func ConditionWriters(t VirtualMachineInstanceConditionType) []string {
 // ownedPaths returns the paths of kind's status that manager writes.
 func ownedPaths(kind, manager string) []string {
 	var out []string
-	for _, f := range StatusOwnership() {
+	for _, f := range statusOwnership {
 		if f.Kind == kind && f.Writer == manager && !f.Future {
 			out = append(out, strings.TrimPrefix(f.Path, "status."))
 		}
