@@ -85,8 +85,8 @@ func ensureSteps(ctx context.Context, netnsPath string, plan Plan, k int) (Resul
 	return st.result(), nil
 }
 
-// runSteps runs steps in order through the pod netns's sockets and records in st which
-// of them changed something.
+// runSteps runs steps in order through the pod netns's sockets and
+// records in st which of them changed something.
 func runSteps(ctx context.Context, st *state, all []step) error {
 	for _, s := range all {
 		if err := ctx.Err(); err != nil {
