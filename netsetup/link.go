@@ -39,15 +39,13 @@ func (rt rtnl) changing() {
 
 // openRTNL opens an rtnetlink socket in the calling thread's netns (see
 // inNetNS); the socket keeps that netns whichever thread uses it later.
-// Its enter runs f on the calling thread, so rt must be used there unless
-// the caller sets enter.
-func openRTNL() (rtnl, error) {
+// enter runs a function on a thread in that netns (rtnl.enter).
+func openRTNL(enter func(f func() error) error) (rtnl, error) {
 	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
 		return rtnl{}, fmt.Errorf("open rtnetlink socket: %w", err)
 	}
-	return rtnl{h: h, links: map[string]netlink.Link{}, addrs: map[int][]netlink.Addr{},
-		enter: func(f func() error) error { return f() }}, nil
+	return rtnl{h: h, links: map[string]netlink.Link{}, addrs: map[int][]netlink.Addr{}, enter: enter}, nil
 }
 
 // close closes the socket (a zero rtnl has none).
@@ -60,7 +58,7 @@ func (rt rtnl) close() {
 // withRTNL runs f on the calling thread with an rtnetlink socket of its
 // netns (see inNetNS), closed when f returns.
 func withRTNL(f func(rtnl) error) error {
-	rt, err := openRTNL()
+	rt, err := openRTNL(func(f func() error) error { return f() })
 	if err != nil {
 		return err
 	}

@@ -28,9 +28,10 @@ type podSockets struct {
 // /proc/sys) in the netns at netnsPath.
 func openPodSockets(ctx context.Context, netnsPath string, sysctls []string) (*podSockets, error) {
 	ps := &podSockets{sysctls: make(map[string]sysctlFile, len(sysctls))}
-	err := inNetNS(ctx, netnsPath, func() error {
+	enter := func(f func() error) error { return inNetNS(ctx, netnsPath, f) }
+	err := enter(func() error {
 		var err error
-		if ps.rt, err = openRTNL(); err != nil {
+		if ps.rt, err = openRTNL(enter); err != nil {
 			return err
 		}
 		if ps.nft, err = nftables.New(nftables.AsLasting()); err != nil {
@@ -49,7 +50,6 @@ func openPodSockets(ctx context.Context, netnsPath string, sysctls []string) (*p
 		ps.close()
 		return nil, err
 	}
-	ps.rt.enter = func(f func() error) error { return inNetNS(ctx, netnsPath, f) }
 	return ps, nil
 }
 

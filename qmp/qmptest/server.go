@@ -228,20 +228,23 @@ func (s *Server) accept() {
 			if s.agent {
 				greeting = ""
 			}
-			if greeting != "" && !late {
-				if c.send([]byte(greeting+"\r\n")) != nil {
-					return
-				}
-				greeting = ""
-			}
-			s.serve(c, greeting)
+			s.serve(c, greeting, late)
 		}()
 	}
 }
 
-// serve reads requests until the client goes away; a greeting not sent
-// yet (GreetAfterFirstRequest) goes out when the first one has arrived.
-func (s *Server) serve(c *serverConn, greeting string) {
+// serve greets (unless greeting is empty) and reads requests until the
+// client goes away; a late greeting (GreetAfterFirstRequest) goes out once
+// the first request has arrived, before its reply.
+func (s *Server) serve(c *serverConn, greeting string, late bool) {
+	greet := func() bool {
+		g := greeting
+		greeting = ""
+		return g == "" || c.send([]byte(g+"\r\n")) == nil
+	}
+	if !late && !greet() {
+		return
+	}
 	var r *bufio.Reader
 	if s.agent {
 		r = bufio.NewReader(dropDelimiters{c.nc})
@@ -260,11 +263,8 @@ func (s *Server) serve(c *serverConn, greeting string) {
 		s.received = append(s.received, req)
 		h := s.handlers[req.Command]
 		s.mu.Unlock()
-		if greeting != "" {
-			if c.send([]byte(greeting+"\r\n")) != nil {
-				return
-			}
-			greeting = ""
+		if !greet() {
+			return
 		}
 		if s.agent {
 			if !s.answer(c, req, h) {
