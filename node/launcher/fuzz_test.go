@@ -44,7 +44,19 @@ func FuzzControlSocket(f *testing.F) {
 	f.Add("PUT", "/v1/launch", valid(func(s *launchspec.Spec) {
 		s.Disks = []launchspec.DiskPrep{{Volume: "../x", Kind: launchspec.PVCFile, Target: "/pvc/../x/disk.img"}}
 	}))
-	f.Add("PUT", "/v1/launch", valid(func(s *launchspec.Spec) { s.Hash = "sha256:0000" }))
+	f.Add("PUT", "/v1/launch", func() []byte { // sealed, then its hash no longer matches
+		var s launchspec.Spec
+		if err := json.Unmarshal(valid(func(*launchspec.Spec) {}), &s); err != nil {
+			f.Fatal(err)
+		}
+		s.Hash = strings.Repeat("0", len(s.Hash))
+		b, err := json.Marshal(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return b
+	}())
+	f.Add("PUT", "/v1/launch", valid(func(*launchspec.Spec) {})) // a real launch, QEMU missing
 	f.Add("GET", "/v1/status", []byte(nil))
 	f.Add("POST", "/v1/launch", []byte(`{}`))
 	f.Add("DELETE", "/v1/status", []byte(nil))

@@ -23,13 +23,22 @@ func startServer(t *testing.T) (*Server, *Client, string, <-chan *Exit) {
 		t.Fatal(err)
 	}
 	done := make(chan *Exit, 1)
+	finished := make(chan struct{})
 	go func() {
+		defer close(finished)
 		e, err := s.Run(context.Background())
 		if err != nil {
 			t.Errorf("Run: %v", err)
 		}
 		done <- e
 	}()
+	// A launch the test left running still writes under dir: stop it and
+	// wait for Run before TempDir's cleanup (registered earlier, run later)
+	// removes dir.
+	t.Cleanup(func() {
+		s.Stop()
+		<-finished
+	})
 	c := NewClient(filepath.Join(dir, launchspec.LauncherSocket))
 	testenv.Eventually(t, 5*time.Second, "the launcher API", func() error {
 		_, err := c.Status(context.Background())
