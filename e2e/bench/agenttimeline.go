@@ -11,45 +11,67 @@ import (
 // (node/agent: the reasons it records).
 var agentSteps = []string{"Adopted", "NetworkAllocated", "NetworkReady", "Launching", "Attached"}
 
-// agentTimeline reports, over the VMIs named, the median time between
-// consecutive start steps of the agent's own timeline (nodectl timeline):
-// where the agent's part of a burst goes.
-func agentTimeline(ctx context.Context, e *env, r *Report, label string, names []string) error {
-	const sc = "burst"
-	steps := map[string][]time.Duration{}
-	for _, name := range names {
-		evs, err := e.nodectl.Timeline(ctx, benchNamespace+"/"+name)
-		if err != nil {
-			return fmt.Errorf("timeline of VMI %s: %w", name, err)
-		}
-		first := map[string]time.Time{}
-		for _, ev := range evs {
-			if _, seen := first[ev.Reason]; !seen {
-				first[ev.Reason] = ev.Time
-			}
-		}
-		prev := ""
-		for _, step := range agentSteps {
-			at, ok := first[step]
-			if !ok {
-				continue
-			}
-			if prev != "" {
-				key := prev + " → " + step
-				steps[key] = append(steps[key], at.Sub(first[prev]))
-			}
-			prev = step
+// startSteps gathers, over VMIs, the time from their creation to the
+// agent's first step, between consecutive steps of the agent's own
+// timeline (nodectl timeline), and from its last step to Running seen
+// through the API server: where the agent's part of a start goes. Keyed
+// by "creation → Adopted", "Adopted → NetworkAllocated", ...
+type startSteps map[string][]time.Duration
+
+// collect adds the timeline of VMI name, created at created and seen
+// Running at running (the benchmark client's clock; the agent runs on the
+// same host).
+func (s startSteps) collect(ctx context.Context, e *env, name string, created, running time.Time) error {
+	evs, err := e.nodectl.Timeline(ctx, benchNamespace+"/"+name)
+	if err != nil {
+		return fmt.Errorf("timeline of VMI %s: %w", name, err)
+	}
+	first := map[string]time.Time{}
+	for _, ev := range evs {
+		if _, seen := first[ev.Reason]; !seen {
+			first[ev.Reason] = ev.Time
 		}
 	}
-	for i, from := range agentSteps {
-		for _, to := range agentSteps[i+1:] {
-			key := from + " → " + to
-			if ds := steps[key]; len(ds) > 0 {
-				r.add(summarize(sc, fmt.Sprintf("%s: agent timeline %s", label, key), "s", seconds(ds)))
-			}
+	if at, ok := first[agentSteps[0]]; ok && !created.IsZero() {
+		key := "creation → " + agentSteps[0]
+		s[key] = append(s[key], at.Sub(created))
+	}
+	prev := ""
+	for _, step := range agentSteps {
+		at, ok := first[step]
+		if !ok {
+			continue
 		}
+		if prev != "" {
+			key := prev + " → " + step
+			s[key] = append(s[key], at.Sub(first[prev]))
+		}
+		prev = step
+	}
+	if at, ok := first[agentSteps[len(agentSteps)-1]]; ok && !running.IsZero() {
+		key := agentSteps[len(agentSteps)-1] + " → " + runningSeen
+		s[key] = append(s[key], running.Sub(at))
 	}
 	return nil
+}
+
+// runningSeen names the end of a start in startSteps' keys.
+const runningSeen = "Running in the API server"
+
+// report adds one figure per step pair gathered, in the steps' order.
+func (s startSteps) report(r *Report, sc, label string) {
+	keys := []string{"creation → " + agentSteps[0]}
+	for i, from := range agentSteps {
+		for _, to := range agentSteps[i+1:] {
+			keys = append(keys, from+" → "+to)
+		}
+	}
+	keys = append(keys, agentSteps[len(agentSteps)-1]+" → "+runningSeen)
+	for _, key := range keys {
+		if ds := s[key]; len(ds) > 0 {
+			r.add(summarize(sc, fmt.Sprintf("%s: agent timeline %s", label, key), "s", seconds(ds)))
+		}
+	}
 }
 
 // sortedNames lists the keys of created in name order.

@@ -93,9 +93,14 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 		summarize(sc, fmt.Sprintf("%d VMIs: Scheduled → Running (the agent starts QEMU)", n), "s", seconds(started)),
 		summarize(sc, fmt.Sprintf("%d VMIs: first creation → all Running", n), "s", []float64{last.Sub(first).Seconds()}),
 	)
-	if err := agentTimeline(ctx, e, r, fmt.Sprintf("%d VMIs", n), sortedNames(created)); err != nil {
-		return err
+	steps := startSteps{}
+	for _, name := range sortedNames(created) {
+		run, _ := e.vmis.first(name, "phase="+string(v1.Running))
+		if err := steps.collect(ctx, e, name, created[name], run); err != nil {
+			return err
+		}
 	}
+	steps.report(r, sc, fmt.Sprintf("%d VMIs", n))
 	r.note(sc, "%d VMIs created %v apart on one node, all Running %v after the first creation; before them, in the same run, %d bare pods (one container of the pause image, the same node and CPU request), then %d launcher-shaped pods (the launcher pod the controller rendered for such a VMI, without the VMI), each created %v apart and deleted again. Each burst waited until containerd held none of the step before's dead sandboxes (the kubelet's garbage collection removes them once a minute, all at once), then for a quiet node, every CPU under %.0f%% busy for %v (before the bare pods: %v; before the launcher-shaped pods: %v; before the VMIs: %v; a burst's teardown goes on after its API objects are gone).", n, interval, all.Round(100*time.Millisecond), n, n, interval, quietBusy*100, quietWindow*quietSamples, settleBare, settleShaped, settleVMIs)
 	return nil
 }
@@ -104,7 +109,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 func burstNotes(r *Report) {
 	const sc = "burst"
 	r.note(sc, "Where the time goes: creation → Scheduling is the controller, Scheduling → Scheduled the scheduler and the kubelet starting the pod (the launcher pod shape above says how many containers; on this machine the pods' container starts share 2 cores), Scheduled → Running the agent. The agent starts a VMI (network, QEMU, QMP) as soon as its launcher answers in the pod, before the kubelet reported the pod running and the controller Scheduled (node/agent/prelaunch.go), so Scheduled → Running is what is left of the start once the pod is reported running, plus the status write. The launcher-shaped pods split the VMIs' ratio over the bare pods in two: theirs over the bare pods is what the launcher pod's shape costs the kubelet, containerd and the device plugin; the VMIs' over theirs is the VM's own start (controller, agent, QEMU, the VMI's API writes) on the same cores.")
-	r.note(sc, "Agent timeline: the agent's own record of each VMI's start (nodectl timeline): Adopted (the agent took the VMI), NetworkAllocated (intent recorded), NetworkReady (tap, bridge, nftables, DHCP in the pod), Launching (spec sent to the launcher), Attached (QMP connected to the running QEMU).")
+	r.note(sc, "Agent timeline: the agent's own record of each VMI's start (nodectl timeline), from the VMI's creation by this client: Adopted (the agent took the VMI), NetworkAllocated (intent recorded), NetworkReady (tap, bridge, nftables, DHCP in the pod), Launching (spec sent to the launcher), Attached (QMP connected to the running QEMU), then Running as this client's VMI watch saw it (the agent's status write).")
 	r.note(sc, "VMIs: startStrategy Paused, containerDisk (the test guest's disk image), masquerade NIC, 64 MiB guest memory, CPU request 5m (the default 100m per vCPU fits only 16 such pods on this 2-core node).")
 }
 

@@ -35,7 +35,8 @@
 //     their API objects are gone, and that work must not land in the next
 //     burst. The 100 VMIs are the overhead scenario's 100 and the restart
 //     scenario's.
-//   - restart:    with those VMs running, SIGKILL the agent process: time
+//   - restart:    with those VMs running, once the node is quiet (as for a
+//     burst), SIGKILL the agent process: time
 //     until the new agent's /readyz answers and it holds a QMP connection
 //     to every VM again, and the number of VMs disturbed (QEMU replaced,
 //     phase or pause state changed); the floor, in the same run: a bare

@@ -306,7 +306,7 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 			}
 		}
 		for i := 0; s.has("restart") && i < s.Repeat; i++ {
-			if err := runRestart(ctx, e, r, s.Burst); err != nil {
+			if err := runRestart(ctx, e, r, s.Burst, i+1, s.QuietWait); err != nil {
 				return fmt.Errorf("restart %d: %w", i+1, err)
 			}
 		}

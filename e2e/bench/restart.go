@@ -24,7 +24,7 @@ import (
 // QMP connection to every VM again (nodevirt_agent_domains_connected), and
 // how many VMs were disturbed: QEMU replaced, a phase or condition change
 // seen in the API server, or QEMU no longer in the run state it had.
-func runRestart(ctx context.Context, e *env, r *Report, n int) error {
+func runRestart(ctx context.Context, e *env, r *Report, n, run int, quietWait time.Duration) error {
 	const sc = "restart"
 	vmis, err := e.virt.KubevirtV1().VirtualMachineInstances(benchNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -65,6 +65,15 @@ func runRestart(ctx context.Context, e *env, r *Report, n int) error {
 		return err
 	}
 
+	// Like the bursts, the kill waits for a quiet node: right after the
+	// burst or the overhead scrapes, the kubelet and containerd are still
+	// busy with the burst's pods, and the new agent would share the cores
+	// with them.
+	st, err := waitQuiet(ctx, quietWait)
+	if err != nil {
+		return fmt.Errorf("before the SIGKILL: %w", err)
+	}
+	r.note(sc, "Run %d: before the SIGKILL, %s.", run, st)
 	killed := time.Now()
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("SIGKILL agent pid %d: %w", old, err)
@@ -174,7 +183,7 @@ func runRestart(ctx context.Context, e *env, r *Report, n int) error {
 		summarize(sc, "SIGKILL → every VM re-adopted", "s", []float64{adopted.Sub(killed).Seconds()}),
 		summarize(sc, "VMs disturbed", "VMs", []float64{float64(len(disturbed))}),
 	)
-	r.note(sc, "%d VMs (the burst's, paused). The new agent's /readyz answers once every record live in its store at start has been synced once (a running VM's first sync re-attaches to its QEMU), polled every 20 ms; its nodevirt_agent_domains_connected (QMP connections held) is read on /metrics right after. Re-adopted = when /readyz answered if that count was %d then, else when a later scrape (every 100 ms) showed it. Disturbed = QEMU pid changed, QMP run state changed, any phase/condition change seen through the API server since the kill, or phase not Running 10 s after re-adoption. Floor, in the same run: between the SIGKILL and the new process, this benchmark's own QMP client attaches to every VM's QEMU as the agent's attach does (dial, greeting, capabilities, query-status), %d at a time as the agent's workers, and hangs up; it counts only if it ended before the new process appeared.", n, n, agent.DefaultConfig().Workers)
+	r.note(sc, "%d VMs (the burst's, paused). The new agent's /readyz answers once every record live in its store at start has been synced once (a running VM's first sync re-attaches to its QEMU), polled every 20 ms; its nodevirt_agent_domains_connected (QMP connections held) is read on /metrics right after. Re-adopted = when /readyz answered if that count was %d then, else when a later scrape (every 100 ms) showed it. Disturbed = QEMU pid changed, QMP run state changed, any phase/condition change seen through the API server since the kill, or phase not Running 10 s after re-adoption. Floor, in the same run: between the SIGKILL and the new process, this benchmark's own QMP client attaches to every VM's QEMU as the agent's attach does (dial, greeting, capabilities, query-status), %d at a time as the agent's workers, and hangs up; it counts only if it ended before the new process appeared. SIGKILL → new process is the kubelet's restart of the container: the local cluster caps its CrashLoopBackOff at 2 s, and a pod sync that finds the container still backing off is retried by the kubelet's pod worker about 10 s later, unless another event of the pod (a probe result) comes first.", n, n, agent.DefaultConfig().Workers)
 	for _, d := range disturbed {
 		r.note(sc, "disturbed: %s", d)
 	}
