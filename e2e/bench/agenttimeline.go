@@ -33,8 +33,7 @@ func (s startSteps) collect(ctx context.Context, e *env, name string, created, r
 		}
 	}
 	if at, ok := first[agentSteps[0]]; ok && !created.IsZero() {
-		key := "creation → " + agentSteps[0]
-		s[key] = append(s[key], at.Sub(created))
+		s[createdKey] = append(s[createdKey], at.Sub(created))
 	}
 	prev := ""
 	for _, step := range agentSteps {
@@ -49,24 +48,26 @@ func (s startSteps) collect(ctx context.Context, e *env, name string, created, r
 		prev = step
 	}
 	if at, ok := first[agentSteps[len(agentSteps)-1]]; ok && !running.IsZero() {
-		key := agentSteps[len(agentSteps)-1] + " → " + runningSeen
-		s[key] = append(s[key], running.Sub(at))
+		s[runningKey] = append(s[runningKey], running.Sub(at))
 	}
 	return nil
 }
 
-// runningSeen names the end of a start in startSteps' keys.
-const runningSeen = "Running in the API server"
+// The keys of startSteps at either end of the agent's steps.
+var (
+	createdKey = "creation → " + agentSteps[0]
+	runningKey = agentSteps[len(agentSteps)-1] + " → Running in the API server"
+)
 
 // report adds one figure per step pair gathered, in the steps' order.
 func (s startSteps) report(r *Report, sc, label string) {
-	keys := []string{"creation → " + agentSteps[0]}
+	keys := []string{createdKey}
 	for i, from := range agentSteps {
 		for _, to := range agentSteps[i+1:] {
 			keys = append(keys, from+" → "+to)
 		}
 	}
-	keys = append(keys, agentSteps[len(agentSteps)-1]+" → "+runningSeen)
+	keys = append(keys, runningKey)
 	for _, key := range keys {
 		if ds := s[key]; len(ds) > 0 {
 			r.add(summarize(sc, fmt.Sprintf("%s: agent timeline %s", label, key), "s", seconds(ds)))

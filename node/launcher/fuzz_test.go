@@ -19,18 +19,20 @@ import (
 // answer is a 2xx or a 4xx with a JSON error, never a crash or a 5xx, and
 // a refused launch leaves the launcher waiting (nothing half-started).
 func FuzzControlSocket(f *testing.F) {
-	valid := func(mut func(*launchspec.Spec)) []byte {
-		s := launchspec.Spec{Args: []string{"-S"}}
-		mut(&s)
-		if err := s.Seal(); err != nil {
-			f.Fatal(err)
-		}
+	encode := func(s launchspec.Spec) []byte {
 		b, err := json.Marshal(s)
 		if err != nil {
 			f.Fatal(err)
 		}
 		return b
 	}
+	valid := func(mut func(*launchspec.Spec)) []byte {
+		s := launchspec.Spec{Args: []string{"-S"}}
+		mut(&s)
+		return encode(sealed(f, s))
+	}
+	mismatch := sealed(f, launchspec.Spec{Args: []string{"-S"}})
+	mismatch.Hash = strings.Repeat("0", len(mismatch.Hash)) // sealed, then its hash no longer matches
 	f.Add("PUT", "/v1/launch", []byte(`{`))
 	f.Add("PUT", "/v1/launch", []byte(`{"version":1,"args":["-S"]} trailing`))
 	f.Add("PUT", "/v1/launch", []byte(`{"version":1,"args":["-S"],"hash":"x","evil":1}`))
@@ -44,18 +46,7 @@ func FuzzControlSocket(f *testing.F) {
 	f.Add("PUT", "/v1/launch", valid(func(s *launchspec.Spec) {
 		s.Disks = []launchspec.DiskPrep{{Volume: "../x", Kind: launchspec.PVCFile, Target: "/pvc/../x/disk.img"}}
 	}))
-	f.Add("PUT", "/v1/launch", func() []byte { // sealed, then its hash no longer matches
-		var s launchspec.Spec
-		if err := json.Unmarshal(valid(func(*launchspec.Spec) {}), &s); err != nil {
-			f.Fatal(err)
-		}
-		s.Hash = strings.Repeat("0", len(s.Hash))
-		b, err := json.Marshal(s)
-		if err != nil {
-			f.Fatal(err)
-		}
-		return b
-	}())
+	f.Add("PUT", "/v1/launch", encode(mismatch))
 	f.Add("PUT", "/v1/launch", valid(func(*launchspec.Spec) {})) // a real launch, QEMU missing
 	f.Add("GET", "/v1/status", []byte(nil))
 	f.Add("POST", "/v1/launch", []byte(`{}`))

@@ -47,7 +47,7 @@ func startServer(t *testing.T) (*Server, *Client, string, <-chan *Exit) {
 	return s, c, dir, done
 }
 
-func sealed(t *testing.T, s launchspec.Spec) launchspec.Spec {
+func sealed(t testing.TB, s launchspec.Spec) launchspec.Spec {
 	t.Helper()
 	if err := s.Seal(); err != nil {
 		t.Fatal(err)
