@@ -121,8 +121,9 @@ type Migrator interface {
 // synced as soon as its launcher or QEMU changes state rather than at the
 // next poll.
 type PodWatcher interface {
-	// Watch reports the files created in dir as events of uid; another
-	// dir for the same uid replaces the old one.
+	// Watch reports the files created in dir as events of uid, and dir's
+	// creation when it does not exist yet; another dir for the same uid
+	// replaces the old one.
 	Watch(uid, dir string) error
 	// Unwatch stops the events of uid.
 	Unwatch(uid string)

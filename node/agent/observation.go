@@ -58,8 +58,10 @@ type Observation struct {
 	// NeedsCloudInit: the VMI has a cloudInitNoCloud volume whose ISO is
 	// not written yet.
 	NeedsCloudInit bool
-	// PodWatched: the pod's sockets directory is watched (Deps.Pods), so
-	// the launcher coming up and QEMU running or exiting wake a sync.
+	// PodWatched: the pod's sockets directory is watched (Deps.Pods), or
+	// waited for while the kubelet has not made it, so the directory
+	// appearing, the launcher coming up and QEMU running or exiting wake
+	// a sync.
 	PodWatched bool
 	// Refusing is why the node takes no new VMIs (Deps.Guard), "" when it
 	// does: a VMI without a record gets none.

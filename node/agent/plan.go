@@ -63,9 +63,10 @@ type Plan struct {
 const (
 	pollStarting = 100 * time.Millisecond // launcher not up yet, QEMU starting
 	// pollWatched replaces pollStarting while the pod's sockets directory
-	// is watched (Observation.PodWatched): the launcher's socket and
-	// QEMU's running and exit files wake the agent, the poll is only the
-	// safety net.
+	// is watched (Observation.PodWatched), from before the kubelet made
+	// it: the directory's creation, the launcher's socket and QEMU's
+	// running and exit files wake the agent, the poll is only the safety
+	// net.
 	pollWatched  = time.Second
 	pollStopping = time.Second     // waiting for a guest to power off
 	pollRefused  = 5 * time.Second // the node takes no new VMIs (store full)

@@ -79,9 +79,6 @@ func TestHostPodWatcher(t *testing.T) {
 		t.Errorf("event for %q in the new directory, want b", got)
 	}
 
-	if err := w.Watch("x", filepath.Join(a, "missing")); err == nil {
-		t.Error("Watch of a missing directory succeeded")
-	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -99,5 +96,91 @@ func TestHostPodWatcher_CloseUnused(t *testing.T) {
 	}
 	if _, ok := <-w.Events(); ok {
 		t.Error("Events open after Close")
+	}
+}
+
+// TestHostPodWatcher_NotYetThere waits for directories the kubelet has not
+// made yet, as a pod's sockets directory before its volumes are set up:
+// each is reported once it exists, only to its own uid, and its files
+// are reported from then on.
+func TestHostPodWatcher_NotYetThere(t *testing.T) {
+	w := NewHostPodWatcher("launcher.sock")
+	t.Cleanup(func() { _ = w.Close() })
+	root := t.TempDir()
+	sockets := func(pod string) string {
+		return filepath.Join(root, "pods", pod, "volumes", "kubernetes.io~empty-dir", "sockets")
+	}
+	for _, pod := range []string{"p1", "p2", "p3"} {
+		if err := w.Watch(pod, sockets(pod)); err != nil {
+			t.Fatalf("Watch(%s) of a directory not there yet: %v", pod, err)
+		}
+	}
+	if err := w.Watch("p1", sockets("p1")); err != nil { // again: a no-op
+		t.Fatal(err)
+	}
+
+	// The whole path at once, as the kubelet makes it; and a sibling of
+	// no interest on the way.
+	if err := os.MkdirAll(filepath.Join(root, "pods", "p2", "volumes", "kubernetes.io~secret"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(sockets("p2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := nextEvent(t, w); got != "p2" {
+		t.Errorf("event for %q when p2's directory appeared, want p2", got)
+	}
+	touch(t, filepath.Join(sockets("p2"), "launcher.sock"))
+	if got := nextEvent(t, w); got != "p2" {
+		t.Errorf("event for %q for p2's launcher socket, want p2", got)
+	}
+
+	// One level at a time, with a pause between, and the file already
+	// there when the last level is renamed into place.
+	for _, d := range []string{"pods/p1", "pods/p1/volumes", "pods/p1/volumes/kubernetes.io~empty-dir"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	tmp := filepath.Join(root, "pods", "p1", "volumes", "kubernetes.io~empty-dir", "sockets.tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	touch(t, filepath.Join(tmp, "launcher.sock"))
+	if err := os.Rename(tmp, sockets("p1")); err != nil {
+		t.Fatal(err)
+	}
+	if got := nextEvent(t, w); got != "p1" {
+		t.Errorf("event for %q when p1's directory appeared, want p1", got)
+	}
+
+	// A pod removed while its uid waits below it: forgotten, and a new
+	// Watch takes over.
+	if err := os.MkdirAll(filepath.Join(root, "pods", "p3", "volumes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // the watch moves down to volumes/
+	if err := os.RemoveAll(filepath.Join(root, "pods", "p3")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := w.Watch("p3", sockets("p3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(sockets("p3"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := nextEvent(t, w); got != "p3" {
+		t.Errorf("event for %q when p3's directory appeared, want p3", got)
+	}
+	select {
+	case uid := <-w.Events():
+		t.Errorf("unexpected event for %q", uid)
+	case <-time.After(50 * time.Millisecond):
+	}
+
+	if err := w.Watch("x", "relative/sockets"); err == nil {
+		t.Error("Watch of a relative path succeeded")
 	}
 }
