@@ -143,24 +143,39 @@ func readExit(path string) (launcher.Exit, error) {
 // it, or, unlabelled, past the phases before Scheduled (a VMI the
 // controller failed before any agent took it over). An unlabelled VMI
 // before Scheduled is one plan may prelaunch (prelaunch.go).
+//
+// A prelaunching VMI is read on every sync until the controller labels it
+// (the informers see only labelled VMIs), so the read is served from the
+// API server's watch cache, which costs it no etcd read and no decoding;
+// only an answer that would let the agent drop the VMI is read again from
+// etcd, as the watch cache may lag behind a VMI's creation or label.
 func (a *Agent) liveVMI(ctx context.Context, ns, name, uid string) (*v1.VirtualMachineInstance, error) {
 	if name == "" {
 		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()
-	vmi, err := a.deps.Virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("get VMI %s/%s: %w", ns, name, err)
-	case string(vmi.UID) != uid:
-		return nil, nil
-	case vmi.Labels[v1.NodeNameLabel] == a.cfg.NodeName, vmi.Labels[v1.MigrationTargetNodeNameLabel] == a.cfg.NodeName:
-		return vmi, nil
-	case unlabelled(vmi) && !vmi.Status.Phase.OwnedByAgent() && !vmi.Status.Phase.IsFinal():
-		return vmi, nil
+	for _, rv := range []string{"0", ""} {
+		vmi, err := a.deps.Virt.KubevirtV1().VirtualMachineInstances(ns).Get(ctx, name, metav1.GetOptions{ResourceVersion: rv})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("get VMI %s/%s: %w", ns, name, err)
+		case a.ownsLive(vmi, uid):
+			return vmi, nil
+		}
 	}
 	return nil, nil
+}
+
+// ownsLive reports whether vmi is the one with uid, and this node's to run
+// (liveVMI).
+func (a *Agent) ownsLive(vmi *v1.VirtualMachineInstance, uid string) bool {
+	switch {
+	case string(vmi.UID) != uid:
+		return false
+	case vmi.Labels[v1.NodeNameLabel] == a.cfg.NodeName, vmi.Labels[v1.MigrationTargetNodeNameLabel] == a.cfg.NodeName:
+		return true
+	}
+	return unlabelled(vmi) && !vmi.Status.Phase.OwnedByAgent() && !vmi.Status.Phase.IsFinal()
 }
