@@ -144,13 +144,11 @@ func (s *Server) Stop() {
 // QEMU never ran.
 func (s *Server) Run(ctx context.Context) (*Exit, error) {
 	path := filepath.Join(s.cfg.SocketsDir, launchspec.LauncherSocket)
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("launcher: remove stale socket %s: %w", path, err)
-	}
-	ln, err := net.Listen("unix", path)
+	ln, err := listenInPlace(path)
 	if err != nil {
-		return nil, fmt.Errorf("launcher: listen on %s: %w", path, err)
+		return nil, err
 	}
+	defer os.Remove(path)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/status", s.handleStatus)
 	mux.HandleFunc("PUT /v1/launch", s.handleLaunch)
@@ -176,6 +174,31 @@ func (s *Server) Run(ctx context.Context) (*Exit, error) {
 	defer cancel()
 	_ = hs.Shutdown(shutCtx)
 	return s.Status().Exit, nil
+}
+
+// listenInPlace listens on a unix socket that appears at path already
+// accepting: it is bound and listening under a temporary name, then
+// renamed into place. The agent dials the socket as soon as inotify tells
+// it the name exists; a socket bound but not yet listening would refuse
+// it, and no further event would come.
+func listenInPlace(path string) (net.Listener, error) {
+	tmp := path + ".tmp"
+	for _, p := range []string{path, tmp} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("launcher: remove stale socket %s: %w", p, err)
+		}
+	}
+	ln, err := net.Listen("unix", tmp)
+	if err != nil {
+		return nil, fmt.Errorf("launcher: listen on %s: %w", tmp, err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false) // its name changes below
+	if err := os.Rename(tmp, path); err != nil {
+		ln.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("launcher: socket into place: %w", err)
+	}
+	return ln, nil
 }
 
 func (s *Server) handleStatus(w http.ResponseWriter, _ *http.Request) {

@@ -3,6 +3,7 @@ package launcher
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -121,5 +122,42 @@ func TestServer_StopWhilePreparing(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after Stop while preparing")
+	}
+}
+
+// TestListenInPlace: the socket appears under its name already accepting
+// (the agent dials it on inotify's word that the name exists), a stale
+// socket of an earlier launcher is replaced, and no temporary name is left.
+func TestListenInPlace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, launchspec.LauncherSocket)
+	for _, stale := range []string{path, path + ".tmp"} {
+		if err := os.WriteFile(stale, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ln, err := listenInPlace(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if _, err := os.Stat(path + ".tmp"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temporary name left: %v", err)
+	}
+	accepted := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			c.Close()
+		}
+		accepted <- err
+	}()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatalf("dial %s: %v", path, err)
+	}
+	c.Close()
+	if err := <-accepted; err != nil {
+		t.Fatal(err)
 	}
 }
