@@ -23,9 +23,10 @@
 // Effects (effects.go) go through small interfaces in Deps: Launcher,
 // Network (netsetup and DHCP), QEMUDialer (QMP and guest agent),
 // Processes (identity, liveness, SIGKILL of QEMU) and PodWatcher (inotify
-// on the pods' sockets directories, podwatch.go: the launcher's socket and
-// QEMU's running and exit files enqueue the VMI, so a starting VMI is not
-// polled but every 1 s as a safety net). The host implementations
+// on the pods' sockets directories, podwatch.go, and on the way to one the
+// kubelet has not made yet: the directory appearing, the launcher's socket
+// and QEMU's running and exit files enqueue the VMI, so a starting VMI is
+// not polled but every 1 s as a safety net). The host implementations
 // (host.go) are the defaults; node/agent/agenttest has fakes that log every
 // effect in order, so sync is unit-tested on fake clientsets and a real
 // store (sync_test.go) without root.
