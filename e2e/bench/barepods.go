@@ -37,14 +37,15 @@ func (e *env) barePod(name string) *corev1.Pod {
 
 // floorPodBurst creates n floor pods, newPod's, interval apart (name
 // prefix) and returns each one's creation → Running (phase Running as
-// this client's watch saw it), then deletes them and waits until they are
-// gone. newPod's pods must carry barePodLabel.
-func floorPodBurst(ctx context.Context, e *env, prefix string, n int, interval time.Duration, newPod func(name string) *corev1.Pod) ([]time.Duration, error) {
+// this client's watch saw it) and, with meter, the node's CPU time from
+// the first creation until all ran, then deletes them and waits until
+// they are gone. newPod's pods must carry barePodLabel.
+func floorPodBurst(ctx context.Context, e *env, prefix string, n int, interval time.Duration, newPod func(name string) *corev1.Pod, meter bool) ([]time.Duration, cpuUse, error) {
 	pods := e.kube.CoreV1().Pods(benchNamespace)
 	sel := metav1.ListOptions{LabelSelector: barePodLabel + "=true"}
 	w, err := pods.Watch(ctx, sel)
 	if err != nil {
-		return nil, fmt.Errorf("watch floor pods: %w", err)
+		return nil, cpuUse{}, fmt.Errorf("watch floor pods: %w", err)
 	}
 	defer w.Stop()
 	var mu sync.Mutex
@@ -65,6 +66,7 @@ func floorPodBurst(ctx context.Context, e *env, prefix string, n int, interval t
 		}
 	}()
 	created := map[string]time.Time{}
+	cpu := startCPUMeter(meter)
 	for i := range n {
 		if i > 0 && interval > 0 {
 			time.Sleep(interval)
@@ -72,7 +74,8 @@ func floorPodBurst(ctx context.Context, e *env, prefix string, n int, interval t
 		name := fmt.Sprintf("%s-%d", prefix, i)
 		created[name] = time.Now()
 		if _, err := pods.Create(ctx, newPod(name), metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("create floor pod %s: %w", name, err)
+			cpu.Stop()
+			return nil, cpuUse{}, fmt.Errorf("create floor pod %s: %w", name, err)
 		}
 	}
 	err = poll(ctx, 10*time.Minute, 100*time.Millisecond, fmt.Sprintf("%d %s pods Running", n, prefix), func() (bool, error) {
@@ -80,8 +83,9 @@ func floorPodBurst(ctx context.Context, e *env, prefix string, n int, interval t
 		defer mu.Unlock()
 		return len(running) >= n, nil
 	})
+	used := cpu.Stop()
 	if err != nil {
-		return nil, err
+		return nil, cpuUse{}, err
 	}
 	w.Stop()
 	<-done
@@ -89,7 +93,7 @@ func floorPodBurst(ctx context.Context, e *env, prefix string, n int, interval t
 	for name, at := range created {
 		out = append(out, running[name].Sub(at))
 	}
-	return out, e.deleteFloorPods(ctx)
+	return out, used, e.deleteFloorPods(ctx)
 }
 
 // deleteFloorPods deletes every floor pod and waits until none is left.

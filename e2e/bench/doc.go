@@ -27,7 +27,11 @@
 //     each, as many bare pods the same way (the floor), then as many
 //     launcher-shaped pods (a burst VMI's launcher pod as the controller
 //     renders it, without the VMI: the pod shape's share of the start), and
-//     the VMIs' P50 and P95 over the bare pods'. Each burst waits first
+//     the VMIs' P50 and P95 over the bare pods'. While each of the three
+//     runs, from its first creation until all are Running, the node's CPU
+//     time is added up by component (cpuuse.go: every process's times from
+//     /proc, once a second), so the report says what the VMIs' extra time
+//     was spent on. Each burst waits first
 //     until containerd holds none of the step before's dead sandboxes (the
 //     kubelet's garbage collection removes them once a minute, all at once,
 //     for seconds of CPU; reap.go), then for a quiet node (every CPU under

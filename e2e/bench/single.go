@@ -50,7 +50,7 @@ func runSingle(ctx context.Context, e *env, r *Report, runs int, quietWait time.
 		} else if !st.quiet {
 			notQuiet++
 		}
-		bare, err := floorPodBurst(ctx, e, fmt.Sprintf("single-bare-%d", i), 1, 0, e.barePod)
+		bare, _, err := floorPodBurst(ctx, e, fmt.Sprintf("single-bare-%d", i), 1, 0, e.barePod, false)
 		if err != nil {
 			return "", fmt.Errorf("bare pod: %w", err)
 		}
