@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/cluster/certrotation"
@@ -329,13 +330,23 @@ func rollOut(t *testing.T, kube kubernetes.Interface) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The operator may still be applying a component while its status is
+	// faked: a conflict is retried on the object as it is now.
 	for _, d := range deps.Items {
-		n := int32(1)
-		if d.Spec.Replicas != nil {
-			n = *d.Spec.Replicas
-		}
-		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
-		if _, err := kube.AppsV1().Deployments(ns).UpdateStatus(ctx, &d, metav1.UpdateOptions{}); err != nil {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := kube.AppsV1().Deployments(ns).Get(ctx, d.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			n := int32(1)
+			if cur.Spec.Replicas != nil {
+				n = *cur.Spec.Replicas
+			}
+			cur.Status = appsv1.DeploymentStatus{ObservedGeneration: cur.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+			_, err = kube.AppsV1().Deployments(ns).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -344,9 +355,17 @@ func rollOut(t *testing.T, kube kubernetes.Interface) {
 		t.Fatal(err)
 	}
 	for _, ds := range dss.Items {
-		ds.Status = appsv1.DaemonSetStatus{ObservedGeneration: ds.Generation, DesiredNumberScheduled: 1, CurrentNumberScheduled: 1,
-			UpdatedNumberScheduled: 1, NumberReady: 1, NumberAvailable: 1}
-		if _, err := kube.AppsV1().DaemonSets(ns).UpdateStatus(ctx, &ds, metav1.UpdateOptions{}); err != nil {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := kube.AppsV1().DaemonSets(ns).Get(ctx, ds.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Status = appsv1.DaemonSetStatus{ObservedGeneration: cur.Generation, DesiredNumberScheduled: 1, CurrentNumberScheduled: 1,
+				UpdatedNumberScheduled: 1, NumberReady: 1, NumberAvailable: 1}
+			_, err = kube.AppsV1().DaemonSets(ns).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
