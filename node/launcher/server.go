@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nodevirt/nodevirt/node/launchspec"
+	"github.com/nodevirt/nodevirt/node/unixsock"
 )
 
 // Defaults of Config.
@@ -188,11 +189,12 @@ func listenInPlace(path string) (net.Listener, error) {
 			return nil, fmt.Errorf("launcher: remove stale socket %s: %w", p, err)
 		}
 	}
-	ln, err := net.Listen("unix", tmp)
+	// unixsock.Listen binds however long the path, and leaves the file to
+	// its caller when closed: its name changes below.
+	ln, err := unixsock.Listen(tmp)
 	if err != nil {
-		return nil, fmt.Errorf("launcher: listen on %s: %w", tmp, err)
+		return nil, fmt.Errorf("launcher: %w", err)
 	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false) // its name changes below
 	if err := os.Rename(tmp, path); err != nil {
 		ln.Close()
 		os.Remove(tmp)
