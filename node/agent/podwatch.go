@@ -217,12 +217,10 @@ func (w *HostPodWatcher) read(fw *fsnotify.Watcher) {
 func (w *HostPodWatcher) news(ev fsnotify.Event) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if uids, ok := w.byDir[ev.Name]; ok && ev.Has(fsnotify.Remove) {
-		for uid := range uids {
-			delete(w.at, uid)
-			delete(w.want, uid)
+	if ev.Has(fsnotify.Remove) {
+		for uid := range w.byDir[ev.Name] {
+			w.forgetLocked(uid)
 		}
-		delete(w.byDir, ev.Name)
 	}
 	if !ev.Has(fsnotify.Create) {
 		return nil
