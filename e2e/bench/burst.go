@@ -46,6 +46,10 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 	if err != nil {
 		return fmt.Errorf("before the VMIs: %w", err)
 	}
+	syncs0, took0, err := e.agentSyncs(ctx)
+	if err != nil {
+		return err
+	}
 	first := time.Now()
 	cpu := startCPUMeter(true)
 	created, err := createPaused(ctx, e, burstPrefix, 0, n, interval)
@@ -56,6 +60,10 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 	e.log.Info("burst created", "vmis", n, "took", time.Since(first))
 	err = e.vmis.waitCount(ctx, "phase="+string(v1.Running), n, 30*time.Minute)
 	vmiCPU := cpu.Stop()
+	if err != nil {
+		return err
+	}
+	syncs1, took1, err := e.agentSyncs(ctx)
 	if err != nil {
 		return err
 	}
@@ -97,6 +105,10 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 		summarize(sc, fmt.Sprintf("%d VMIs: creation → Scheduled (the launcher pod runs on the node)", n), "s", seconds(scheduled)),
 		summarize(sc, fmt.Sprintf("%d VMIs: Scheduled → Running (the agent starts QEMU)", n), "s", seconds(started)),
 		summarize(sc, fmt.Sprintf("%d VMIs: first creation → all Running", n), "s", []float64{last.Sub(first).Seconds()}),
+		summarize(sc, fmt.Sprintf("%d VMIs: agent syncs per VMI, first creation → all Running", n), "syncs",
+			[]float64{float64(syncs1-syncs0) / float64(n)}),
+		summarize(sc, fmt.Sprintf("%d VMIs: agent sync time per VMI (sum of sync durations), first creation → all Running", n), "ms",
+			[]float64{float64((took1-took0)/time.Microsecond) / 1000 / float64(n)}),
 	)
 	steps := startSteps{}
 	for _, name := range sortedNames(created) {
@@ -107,6 +119,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 	}
 	steps.report(r, sc, fmt.Sprintf("%d VMIs", n))
 	reportBurstCPU(r, sc, n, floorCPU, shapedCPU, vmiCPU)
+	r.note(sc, "Agent syncs per VMI (%d VMIs): the change of the agent's nodevirt_agent_reconcile_duration_seconds count (and sum) between just before the first creation and all Running, divided by the VMIs; the agent syncs a VMI on its events (informers, the pod's sockets directory, QMP) and on its plan's safety-net polls.", n)
 	r.note(sc, "%d VMIs created %v apart on one node, all Running %v after the first creation; before them, in the same run, %d bare pods (one container of the pause image, the same node and CPU request), then %d launcher-shaped pods (the launcher pod the controller rendered for such a VMI, without the VMI), each created %v apart and deleted again. Each burst waited until containerd held none of the step before's dead sandboxes (the kubelet's garbage collection removes them once a minute, all at once), then for a quiet node, every CPU under %.0f%% busy for %v (before the bare pods: %v; before the launcher-shaped pods: %v; before the VMIs: %v; a burst's teardown goes on after its API objects are gone).", n, interval, all.Round(100*time.Millisecond), n, n, interval, quietBusy*100, quietWindow*quietSamples, settleBare, settleShaped, settleVMIs)
 	return nil
 }

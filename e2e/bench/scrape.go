@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -89,4 +90,28 @@ func gauge(fams map[string]*dto.MetricFamily, name string) (float64, bool) {
 		return 0, false
 	}
 	return f.GetMetric()[0].GetGauge().GetValue(), true
+}
+
+// agentSyncs reads how many VMI syncs the node's agent has run and how
+// long they took in all: the count and sum of its
+// nodevirt_agent_reconcile_duration_seconds histogram, every result.
+func (e *env) agentSyncs(ctx context.Context) (n uint64, took time.Duration, err error) {
+	pod, err := e.agentPod(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	fams, err := e.agentMetrics(ctx, pod.Status.PodIP)
+	if err != nil {
+		return 0, 0, err
+	}
+	f, ok := fams["nodevirt_agent_reconcile_duration_seconds"]
+	if !ok {
+		return 0, 0, errors.New("no nodevirt_agent_reconcile_duration_seconds on /metrics")
+	}
+	var sum float64
+	for _, m := range f.GetMetric() {
+		n += m.GetHistogram().GetSampleCount()
+		sum += m.GetHistogram().GetSampleSum()
+	}
+	return n, time.Duration(sum * float64(time.Second)), nil
 }

@@ -25,8 +25,11 @@
 // Processes (identity, liveness, SIGKILL of QEMU) and PodWatcher (inotify
 // on the pods' sockets directories, podwatch.go, and on the way to one the
 // kubelet has not made yet: the directory appearing, the launcher's socket
-// and QEMU's running and exit files enqueue the VMI, so a starting VMI is
-// not polled but every 1 s as a safety net). The host implementations
+// and QEMU's running and exit files enqueue the VMI; the watcher loses no
+// news: a full channel makes it wait, a kernel queue overflow re-arms and
+// reports every pod. So a starting VMI is not polled but as a safety net:
+// every 10 s while its pod's launcher socket is awaited, every 1 s once
+// the launcher is there). The host implementations
 // (host.go) are the defaults; node/agent/agenttest has fakes that log every
 // effect in order, so sync is unit-tested on fake clientsets and a real
 // store (sync_test.go) without root.

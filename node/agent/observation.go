@@ -23,6 +23,10 @@ type LauncherView struct {
 	Exit *launcher.Exit
 	// Error is the launcher's reason for an exit without QEMU.
 	Error string
+	// NoSocket: the launcher did not answer and its socket is not in the
+	// pod's sockets directory (the launcher has not started yet); the
+	// socket's creation is the event that ends the wait.
+	NoSocket bool
 }
 
 // RuntimeView is the agent's in-memory view of a domain: connections it

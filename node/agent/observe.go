@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -113,6 +114,9 @@ func (a *Agent) observeLauncher(ctx context.Context, pod podfs.Pod) LauncherView
 	st, err := a.deps.Launcher.Status(cctx, pod.Socket(podfs.LauncherSocket))
 	if err != nil {
 		v := LauncherView{State: LauncherUnreachable}
+		if _, err := os.Lstat(pod.Socket(podfs.LauncherSocket)); errors.Is(err, fs.ErrNotExist) {
+			v.NoSocket = true
+		}
 		if e, err := readExit(pod.Socket(podfs.ExitFile)); err == nil {
 			v.Exit = &e
 		}

@@ -67,15 +67,26 @@ const (
 	// it: the directory's creation, the launcher's socket and QEMU's
 	// running and exit files wake the agent, the poll is only the safety
 	// net.
-	pollWatched  = time.Second
-	pollStopping = time.Second     // waiting for a guest to power off
-	pollRefused  = 5 * time.Second // the node takes no new VMIs (store full)
+	pollWatched = time.Second
+	// pollAwaitSocket replaces pollWatched while the watched directory
+	// has no launcher socket yet (LauncherView.NoSocket): the pod's
+	// containers are still being started, which under a burst takes tens
+	// of seconds, and the socket's creation is an event the watcher
+	// never loses (HostPodWatcher), so a 1 s poll would only cost the
+	// node a sync a second per starting pod.
+	pollAwaitSocket = 10 * time.Second
+	pollStopping    = time.Second     // waiting for a guest to power off
+	pollRefused     = 5 * time.Second // the node takes no new VMIs (store full)
 )
 
 // startingPoll is when to look again at a launcher that is not up yet or
 // a QEMU that is starting.
 func (o *Observation) startingPoll() time.Duration {
-	if o.PodWatched {
+	switch {
+	case o.PodWatched && o.Launcher.NoSocket && (o.Record == nil || o.Record.Process.PID == 0):
+		// No QEMU was started here: only the launcher's start is awaited.
+		return pollAwaitSocket
+	case o.PodWatched:
 		return pollWatched
 	}
 	return pollStarting

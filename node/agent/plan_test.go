@@ -46,6 +46,9 @@ func withRecord(o *Observation) {
 // wake the sync).
 func watched(o *Observation) { o.PodWatched = true }
 
+// noSocket: the launcher does not answer and has no socket yet.
+func noSocket(o *Observation) { o.Launcher.NoSocket = true }
+
 func withQEMU(o *Observation) {
 	withRecord(o)
 	o.Record.Process = store.Process{PID: 42, StartTime: 7}
@@ -110,6 +113,23 @@ func TestPlan(t *testing.T) {
 	}, {
 		name: "LauncherNotUpYetWatched",
 		o:    obs(v1.Scheduled, withRecord, watched),
+		want: Plan{Requeue: pollWatched},
+	}, {
+		name: "LauncherSocketAwaitedWatched",
+		o:    obs(v1.Scheduled, withRecord, watched, noSocket),
+		want: Plan{Requeue: pollAwaitSocket},
+	}, {
+		name: "LauncherSocketAwaitedUnwatched",
+		o:    obs(v1.Scheduled, withRecord, noSocket),
+		want: Plan{Requeue: pollStarting},
+	}, {
+		// QEMU was started here and the launcher's socket is gone: no
+		// socket creation is coming, so the short safety net stays.
+		name: "LauncherSocketGoneWithQEMUWatched",
+		o: obs(v1.Scheduled, withRecord, watched, noSocket, func(o *Observation) {
+			o.Record.Process = store.Process{PID: 42, StartTime: 7}
+			o.Runtime.QEMUAlive = true
+		}),
 		want: Plan{Requeue: pollWatched},
 	}, {
 		name: "LaunchWithoutNetwork",

@@ -20,9 +20,16 @@ import (
 // and reported once it is there; an ancestor's watch is shared by every
 // pod waiting below it. The watcher and its reader goroutine start with
 // the first Watch; Close ends them.
+//
+// No news is lost: an event for a full Events channel waits for the
+// agent to take it (the kernel queues meanwhile), and when the kernel's
+// queue overflowed every watched uid is re-armed and reported, so the
+// agent's poll of a pod whose launcher socket is awaited is only a long
+// safety net (pollAwaitSocket).
 type HostPodWatcher struct {
 	names  []string
 	events chan string
+	done   chan struct{} // closed by Close: a reader waiting to send gives up
 
 	mu sync.Mutex
 	w  *fsnotify.Watcher // nil until the first Watch
@@ -35,8 +42,8 @@ type HostPodWatcher struct {
 	closed bool
 }
 
-// podEventBuffer bounds the UIDs waiting for the agent; beyond it events
-// are dropped, and the plan's safety-net poll syncs the VMI anyway.
+// podEventBuffer is how many UIDs may wait for the agent before the
+// reader waits too.
 const podEventBuffer = 1024
 
 // errWatcherClosed is returned by Watch after Close.
@@ -44,9 +51,14 @@ var errWatcherClosed = errors.New("pod watcher closed")
 
 // NewHostPodWatcher returns a watcher of the files names.
 func NewHostPodWatcher(names ...string) *HostPodWatcher {
+	return newHostPodWatcher(podEventBuffer, names...)
+}
+
+func newHostPodWatcher(buffer int, names ...string) *HostPodWatcher {
 	return &HostPodWatcher{
 		names:  names,
-		events: make(chan string, podEventBuffer),
+		events: make(chan string, buffer),
+		done:   make(chan struct{}),
 		want:   map[string]string{},
 		at:     map[string]string{},
 		byDir:  map[string]map[string]bool{},
@@ -107,6 +119,7 @@ func (w *HostPodWatcher) Close() error {
 		return nil
 	}
 	w.closed = true
+	close(w.done)
 	if w.w == nil {
 		close(w.events)
 		return nil
@@ -191,24 +204,45 @@ func deepestDir(dir string) string {
 func (w *HostPodWatcher) read(fw *fsnotify.Watcher) {
 	defer close(w.events)
 	for {
+		var uids []string
 		select {
 		case ev, ok := <-fw.Events:
 			if !ok {
 				return // closed
 			}
-			for _, uid := range w.news(ev) {
-				select {
-				case w.events <- uid:
-				default: // full: the safety-net poll covers it
-				}
-			}
-		case _, ok := <-fw.Errors:
+			uids = w.news(ev)
+		case err, ok := <-fw.Errors:
 			if !ok {
 				return
 			}
-			// A queue overflow loses events: the safety-net poll covers it.
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				uids = w.lost()
+			}
+		}
+		for _, uid := range uids {
+			select {
+			case w.events <- uid:
+			case <-w.done:
+				return
+			}
 		}
 	}
+}
+
+// lost re-arms every uid's watch and returns them all: the kernel's queue
+// overflowed, so a file or a directory on a uid's way may have come
+// without an event.
+func (w *HostPodWatcher) lost() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]string, 0, len(w.want))
+	for uid := range w.want {
+		if _, err := w.armLocked(uid); err != nil {
+			w.forgetLocked(uid) // the agent's next Watch tries again
+		}
+		out = append(out, uid)
+	}
+	return out
 }
 
 // news are the uids an event concerns: a watched file was created in a

@@ -184,3 +184,60 @@ func TestHostPodWatcher_NotYetThere(t *testing.T) {
 		t.Error("Watch of a relative path succeeded")
 	}
 }
+
+// TestHostPodWatcher_NothingLost: news for a full Events channel waits for
+// the agent instead of being dropped, and after a kernel queue overflow
+// every uid is re-armed and reported, one waiting on an ancestor whose
+// directory came without an event included.
+func TestHostPodWatcher_NothingLost(t *testing.T) {
+	w := newHostPodWatcher(1, "launcher.sock")
+	t.Cleanup(func() { _ = w.Close() })
+	dirs := map[string]string{"a": t.TempDir(), "b": t.TempDir(), "c": t.TempDir()}
+	for uid, dir := range dirs {
+		if err := w.Watch(uid, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dir := range dirs {
+		touch(t, filepath.Join(dir, "launcher.sock"))
+	}
+	time.Sleep(50 * time.Millisecond) // all three read from the kernel, one buffered
+	got := map[string]bool{}
+	for range dirs {
+		got[nextEvent(t, w)] = true
+	}
+	if len(got) != len(dirs) {
+		t.Errorf("events for %v, want a, b and c", got)
+	}
+
+	// An overflow: d's directory is made while its ancestor is not
+	// watched, as if the event had been dropped by the kernel.
+	root := t.TempDir()
+	sockets := filepath.Join(root, "pod", "sockets")
+	if err := w.Watch("d", sockets); err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	if err := w.w.Remove(root); err != nil {
+		w.mu.Unlock()
+		t.Fatal(err)
+	}
+	w.mu.Unlock()
+	if err := os.MkdirAll(sockets, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lost := w.lost()
+	if len(lost) != 4 {
+		t.Errorf("after an overflow: %v, want every watched uid", lost)
+	}
+	w.mu.Lock()
+	at := w.at["d"]
+	w.mu.Unlock()
+	if at != sockets {
+		t.Errorf("after an overflow d is watched at %s, want %s", at, sockets)
+	}
+	touch(t, filepath.Join(sockets, "launcher.sock"))
+	if got := nextEvent(t, w); got != "d" {
+		t.Errorf("event for %q after re-arming, want d", got)
+	}
+}
