@@ -26,6 +26,7 @@ func TestBenchSmoke(t *testing.T) {
 		VirtctlCycles:  3,
 		Burst:          3,
 		BurstSmall:     2,
+		BurstRounds:    2,
 		Repeat:         2,
 		BurstInterval:  100 * time.Millisecond,
 		OverheadAt:     []int{1},

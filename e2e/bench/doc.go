@@ -38,7 +38,13 @@
 //     15 % busy for 2 s): the kubelet tears pods down for seconds after
 //     their API objects are gone, and that work must not land in the next
 //     burst. The 100 VMIs are the overhead scenario's 100 and the restart
-//     scenario's.
+//     scenario's (those of the last round). Each burst runs -burst-rounds
+//     times (default 3), bare pods, launcher-shaped pods and VMIs in each
+//     round: the floor moves from round to round as much as the VMIs do,
+//     so a figure pools the rounds' samples and lists each round's median,
+//     and a ratio is one value per round (the report's median is theirs).
+//     The agent's syncs per VMI over the VMIs' window are read from its
+//     nodevirt_agent_reconcile_duration_seconds.
 //   - restart:    with those VMs running, once the node is quiet (as for a
 //     burst), SIGKILL the agent process: time
 //     until the new agent's /readyz answers and it holds a QMP connection

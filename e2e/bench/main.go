@@ -35,6 +35,10 @@ type Settings struct {
 	Burst         int      `json:"burst"`
 	// BurstSmall is the smaller burst run before Burst (0: none).
 	BurstSmall int `json:"burstSmall"`
+	// BurstRounds is how often each burst (bare pods, launcher-shaped
+	// pods, VMIs) runs: its figures pool the rounds' samples and list each
+	// round's median, the ratios one value per round.
+	BurstRounds int `json:"burstRounds"`
 	// Repeat is how often the short scenarios (single, pause, virtctl,
 	// restart) run, so the report shows its own run-to-run spread.
 	Repeat         int           `json:"repeat"`
@@ -58,8 +62,8 @@ func (s Settings) String() string {
 	for i, n := range s.OverheadAt {
 		at[i] = strconv.Itoa(n)
 	}
-	return fmt.Sprintf("scenarios %s; short scenarios repeated %d×; single runs %d; pause cycles %d; virtctl cycles %d; bursts of %d and %d VMIs (and as many bare pods) %v apart; overhead at %s/%d VMs; controller %d VMIs; %d snapshots and restores; waits for a quiet node up to %v, for dead sandboxes to be reaped up to %v",
-		strings.Join(s.Scenarios, ","), s.Repeat, s.SingleRuns, s.PauseCycles, s.VirtctlCycles, s.BurstSmall, s.Burst, s.BurstInterval, strings.Join(at, "/"), s.Burst, s.ControllerVMIs, s.SnapshotCycles, s.QuietWait, s.ReapWait)
+	return fmt.Sprintf("scenarios %s; short scenarios repeated %d×; single runs %d; pause cycles %d; virtctl cycles %d; bursts of %d and %d VMIs (and as many bare pods) %v apart, %d rounds each; overhead at %s/%d VMs; controller %d VMIs; %d snapshots and restores; waits for a quiet node up to %v, for dead sandboxes to be reaped up to %v",
+		strings.Join(s.Scenarios, ","), s.Repeat, s.SingleRuns, s.PauseCycles, s.VirtctlCycles, s.BurstSmall, s.Burst, s.BurstInterval, s.BurstRounds, strings.Join(at, "/"), s.Burst, s.ControllerVMIs, s.SnapshotCycles, s.QuietWait, s.ReapWait)
 }
 
 // Validate checks the settings, naming the flag of a bad one.
@@ -90,6 +94,9 @@ func (s Settings) Validate() error {
 	}
 	if s.Repeat < 1 {
 		errs = append(errs, fmt.Errorf("-repeat %d: want at least 1", s.Repeat))
+	}
+	if s.BurstRounds < 1 {
+		errs = append(errs, fmt.Errorf("-burst-rounds %d: want at least 1", s.BurstRounds))
 	}
 	if s.QuietWait < 0 {
 		errs = append(errs, fmt.Errorf("-quiet-wait %v: must not be negative", s.QuietWait))
@@ -131,6 +138,7 @@ func run() error {
 	flag.IntVar(&s.VirtctlCycles, "virtctl-cycles", 100, "pause/unpause cycles through virtctl and the aggregated API")
 	flag.IntVar(&s.Burst, "burst", 100, "VMIs of the burst (also the overhead's largest count and the restart's VMs)")
 	flag.IntVar(&s.BurstSmall, "burst-small", 50, "VMIs (and bare pods) of the smaller burst run before -burst (0: none)")
+	flag.IntVar(&s.BurstRounds, "burst-rounds", 3, "rounds of each burst (bare pods, launcher-shaped pods, VMIs): the report pools them and lists each round's median and ratio")
 	flag.IntVar(&s.Repeat, "repeat", 3, "runs of the short scenarios (single, pause, virtctl, restart): the report shows each run's median")
 	flag.DurationVar(&s.BurstInterval, "burst-interval", 100*time.Millisecond, "time between the burst's creations")
 	overheadAt := flag.String("overhead-at", "1,20", "VM counts to measure overhead at before the burst (then again at the burst's count)")
@@ -289,16 +297,24 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 	}
 	if s.has("burst") || s.has("restart") || s.has("overhead") {
 		burstNotes(r)
-		if s.BurstSmall > 0 && s.has("burst") {
+		for round := 1; s.BurstSmall > 0 && s.has("burst") && round <= s.BurstRounds; round++ {
 			if err := runBurst(ctx, e, r, s.BurstSmall, s.BurstInterval, s.QuietWait, s.ReapWait); err != nil {
-				return fmt.Errorf("burst of %d: %w", s.BurstSmall, err)
+				return fmt.Errorf("burst of %d, round %d: %w", s.BurstSmall, round, err)
 			}
 			if err := cleanUp(); err != nil {
 				return err
 			}
 		}
-		if err := runBurst(ctx, e, r, s.Burst, s.BurstInterval, s.QuietWait, s.ReapWait); err != nil {
-			return fmt.Errorf("burst: %w", err)
+		// The last round's VMIs stay for the scenarios after it.
+		for round := 1; round <= s.BurstRounds; round++ {
+			if round > 1 {
+				if err := cleanUp(); err != nil {
+					return err
+				}
+			}
+			if err := runBurst(ctx, e, r, s.Burst, s.BurstInterval, s.QuietWait, s.ReapWait); err != nil {
+				return fmt.Errorf("burst, round %d: %w", round, err)
+			}
 		}
 		if s.has("overhead") {
 			if err := measureOverhead(ctx, e, r, s.Burst, agentIdle); err != nil {

@@ -65,7 +65,7 @@ func TestWriteJSONRoundTrip(t *testing.T) {
 }
 
 func TestSettingsValidate(t *testing.T) {
-	ok := Settings{Scenarios: []string{"burst"}, SingleRuns: 1, PauseCycles: 1, VirtctlCycles: 1, Burst: 1, OverheadAt: []int{1}, ControllerVMIs: 1, Repeat: 1, SnapshotCycles: 1}
+	ok := Settings{Scenarios: []string{"burst"}, SingleRuns: 1, PauseCycles: 1, VirtctlCycles: 1, Burst: 1, OverheadAt: []int{1}, ControllerVMIs: 1, Repeat: 1, BurstRounds: 1, SnapshotCycles: 1}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("valid settings: %v", err)
 	}
@@ -75,9 +75,10 @@ func TestSettingsValidate(t *testing.T) {
 	bad.OverheadAt = []int{0}
 	bad.Repeat = 0
 	bad.BurstSmall = -1
+	bad.BurstRounds = 0
 	bad.QuietWait = -time.Second
 	err := bad.Validate()
-	for _, want := range []string{`-only: unknown scenario "nope"`, "-burst 0", "-overhead-at 0", "-repeat 0", "-burst-small -1", "-quiet-wait -1s"} {
+	for _, want := range []string{`-only: unknown scenario "nope"`, "-burst 0", "-overhead-at 0", "-repeat 0", "-burst-small -1", "-burst-rounds 0", "-quiet-wait -1s"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to name %q", err, want)
 		}
