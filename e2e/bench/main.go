@@ -179,6 +179,10 @@ type options struct {
 	out  string // report directory; "" means <repo>/_output/bench
 	docs bool   // also write docs/benchmarks.{md,json}
 	keep bool   // leave a cluster this run started running
+	// budget bounds the run once the cluster lock is held (0: only ctx
+	// does); the wait for the lock has its own bound, LockWait, since
+	// other suites may hold the cluster for half an hour.
+	budget time.Duration
 }
 
 // bench takes the cluster lock, sets the cluster up, runs the scenarios
@@ -198,6 +202,11 @@ func bench(ctx context.Context, log *slog.Logger, s Settings, o options) (*Repor
 		return nil, err
 	}
 	defer unlock()
+	if o.budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.budget)
+		defer cancel()
+	}
 
 	began := time.Now()
 	e, stop, err := setUp(ctx, log, o.keep)
