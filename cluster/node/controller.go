@@ -20,7 +20,8 @@ import (
 	kvclient "github.com/nodevirt/nodevirt/cluster/client/clientset/versioned/typed/api/v1"
 )
 
-// VMIsByNode is the name of the VMI informer index by kubevirt.io/nodeName.
+// VMIsByNode is the name of the VMI informer index by kubevirt.io/nodeName
+// (status.nodeName while the label is not there yet).
 const VMIsByNode = "node"
 
 // VMIIndexers are the indexers the VMI informer must carry for this controller.
@@ -30,7 +31,13 @@ func VMIIndexers() cache.Indexers {
 		if !ok {
 			return nil, fmt.Errorf("vmi index: unexpected %T", obj)
 		}
-		if n := vmi.Labels[v1.NodeNameLabel]; n != "" {
+		n := vmi.Labels[v1.NodeNameLabel]
+		if n == "" {
+			// Taken over by the node's agent, not labelled yet
+			// (node/agent/prelaunch.go).
+			n = vmi.Status.NodeName
+		}
+		if n != "" {
 			return []string{n}, nil
 		}
 		return nil, nil

@@ -5,7 +5,9 @@
 // # Phases (the controller writes only the left part)
 //
 //	""  ──► Pending ──► Scheduling ──► Scheduled ──► (node agent: Running, Succeeded, Failed)
-//	          │             │
+//	          │             │  │
+//	          │             │  └──► (node agent: Running, taking the VMI over
+//	          │             │        before this controller's Scheduled)
 //	          └─────────────┴──► Failed (reason PodFailed / PodDeleted: the pod
 //	                              ended or vanished before an agent took over)
 //
@@ -20,7 +22,13 @@
 // PvcNotFound), which the VM shows as its printableStatus. Scheduled: the
 // pod runs; the controller writes status.nodeName and the kubevirt.io/nodeName
 // label (agents watch their VMIs through it) and from then on never writes
-// the phase or the agent's conditions again. Every transition is appended to
+// the phase or the agent's conditions again. The node agent starts QEMU
+// before the kubelet reports the pod running and, once QEMU runs, may take
+// the VMI over first: Scheduling → Running with the node, the active pod
+// and the Scheduled timestamp (node/agent/prelaunch.go). Whichever write
+// comes second conflicts on the resourceVersion; for a VMI the agent took
+// over, the controller only adds the node label and the finalizer, from
+// status.nodeName. Every transition is appended to
 // status.phaseTransitionTimestamps and observed by the histogram
 // kubevirt_vmi_phase_transition_time_from_creation_seconds{phase}.
 //

@@ -38,6 +38,20 @@ func podIn(phase corev1.PodPhase, node string, mods ...func(*corev1.Pod)) *corev
 	return p
 }
 
+// onNode puts the VMI's status on node, and the node label on it if
+// labelled.
+func onNode(node string, labelled bool) func(*v1.VirtualMachineInstance) {
+	return func(vmi *v1.VirtualMachineInstance) {
+		vmi.Status.NodeName = node
+		if labelled {
+			if vmi.Labels == nil {
+				vmi.Labels = map[string]string{}
+			}
+			vmi.Labels[v1.NodeNameLabel] = node
+		}
+	}
+}
+
 func waiting(reason string) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "volumeroot", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "pull failed"}}}}
@@ -71,6 +85,8 @@ func TestPlan_Phases(t *testing.T) {
 		{"pod deleted before handoff", Observed{VMI: vmiIn(v1.Scheduling), Pod: podIn(corev1.PodPending, "n1", deleted)}, v1.Failed, false, "", "", ReasonPodDeleted},
 		{"pod gone before handoff", Observed{VMI: vmiIn(v1.Scheduling)}, v1.Failed, false, "", "", ReasonPodDeleted},
 		{"agent owns running", Observed{VMI: vmiIn(v1.Running)}, v1.Running, false, "", "", ""},
+		{"agent took over before the pod ran: label its node", Observed{VMI: vmiIn(v1.Running, onNode("n1", false)), Pod: podIn(corev1.PodPending, "n1")}, v1.Running, false, "n1", "", ""},
+		{"agent took over, labelled: nothing to do", Observed{VMI: vmiIn(v1.Running, onNode("n1", true)), Pod: podIn(corev1.PodRunning, "n1")}, v1.Running, false, "", "", ""},
 		{"agent owns scheduled, even without pod", Observed{VMI: vmiIn(v1.Scheduled)}, v1.Scheduled, false, "", "", ""},
 		{"final stays", Observed{VMI: vmiIn(v1.Succeeded), Pod: podIn(corev1.PodSucceeded, "n1")}, v1.Succeeded, false, "", "", ""},
 	}

@@ -40,10 +40,17 @@
 // Prelaunch (prelaunch.go): a launcher pod on this node whose VMI is not
 // labelled for it yet (phase Scheduling) is started as soon as its
 // launcher answers: the VMI is read from the API server (the informers
-// see it only from Scheduled on), the record, network, QEMU and QMP follow
-// as for a Scheduled VMI, and nothing is written to the VMI until the
-// controller's Scheduled, whose first sync reports Running. A VMI deleted
-// or failed before Scheduled is an orphan: QEMU quit, network released.
+// see it only once the controller labels it), the record, network, QEMU
+// and QMP follow as for a Scheduled VMI, and nothing is written to the VMI
+// until QEMU runs. Then the agent takes the VMI over: one status write
+// from Scheduling straight to Running, with status.nodeName,
+// status.activePods and the Scheduled timestamp that the controller would
+// have written at Scheduled (the ownership table's takeover rows), under
+// the resourceVersion read, so a controller's Scheduled that came first
+// makes it conflict and the VMI is reported the usual way. The controller
+// labels a taken-over VMI afterwards; until then the agent recognises it by
+// status.nodeName. A VMI deleted or failed before it was taken over is an
+// orphan: QEMU quit, network released.
 //
 // Invariants:
 //   - Every call that can block (launcher, QMP, guest agent, API, netsetup)

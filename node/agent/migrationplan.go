@@ -62,9 +62,10 @@ const (
 // MIGRATION events (timeouts, abort requests).
 const pollMigration = 250 * time.Millisecond
 
-// owner reports whether this node runs the VMI (label kubevirt.io/nodeName).
+// owner reports whether this node runs the VMI: label kubevirt.io/nodeName,
+// or taken over before the controller labelled it (prelaunch.go).
 func (o *Observation) owner() bool {
-	return o.VMI != nil && o.VMI.Labels[v1.NodeNameLabel] == o.Node
+	return o.VMI != nil && (o.VMI.Labels[v1.NodeNameLabel] == o.Node || takenOver(o.VMI, o.Node))
 }
 
 // incoming is the VMI's migration state when this node is its target and

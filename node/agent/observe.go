@@ -144,13 +144,15 @@ func readExit(path string) (launcher.Exit, error) {
 
 // liveVMI reads the VMI ns/name with the given UID from the API server;
 // nil when it is gone, labelled for neither this node nor a migration to
-// it, or, unlabelled, past the phases before Scheduled (a VMI the
-// controller failed before any agent took it over). An unlabelled VMI
-// before Scheduled is one plan may prelaunch (prelaunch.go).
+// it, or, unlabelled, past the phases before Scheduled and not taken over
+// by this node (a VMI the controller failed before any agent took it
+// over). An unlabelled VMI before Scheduled is one plan may prelaunch, one
+// with this node in status.nodeName one this agent took over
+// (prelaunch.go).
 //
-// A prelaunching VMI is read on every sync until the controller labels it
-// (the informers see only labelled VMIs), so the read is served from the
-// API server's watch cache, which costs it no etcd read and no decoding;
+// A prelaunching or taken-over VMI is read on every sync until the
+// controller labels it (the informers see only labelled VMIs), so the
+// read is served from the API server's watch cache, which costs it no etcd read and no decoding;
 // only an answer that would let the agent drop the VMI is read again from
 // etcd, as the watch cache may lag behind a VMI's creation or label.
 func (a *Agent) liveVMI(ctx context.Context, ns, name, uid string) (*v1.VirtualMachineInstance, error) {
@@ -178,7 +180,8 @@ func (a *Agent) ownsLive(vmi *v1.VirtualMachineInstance, uid string) bool {
 	switch {
 	case string(vmi.UID) != uid:
 		return false
-	case vmi.Labels[v1.NodeNameLabel] == a.cfg.NodeName, vmi.Labels[v1.MigrationTargetNodeNameLabel] == a.cfg.NodeName:
+	case vmi.Labels[v1.NodeNameLabel] == a.cfg.NodeName, vmi.Labels[v1.MigrationTargetNodeNameLabel] == a.cfg.NodeName,
+		takenOver(vmi, a.cfg.NodeName):
 		return true
 	}
 	return unlabelled(vmi) && !vmi.Status.Phase.OwnedByAgent() && !vmi.Status.Phase.IsFinal()

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -12,19 +14,29 @@ import (
 // controller's Scheduled. Scheduled follows the kubelet's report that the
 // pod runs, which comes up to a PLEG relist (1 s) after the container
 // started, and more under a burst; the network, the launch and the QMP
-// attach fit in that wait. Nothing changes hands early: the phase stays
-// the controller's until Scheduled and the agent writes nothing of the
-// VMI's status before it (Plan.PatchStatus is off). Once the controller
-// labels the VMI Scheduled, the next sync finds QEMU attached and reports
-// Running.
+// attach fit in that wait. The agent writes nothing of the VMI's status
+// while QEMU starts.
+//
+// Takeover: once QEMU is attached and the domain runs (or is paused), the
+// agent takes the VMI over in one status write, straight from Scheduling
+// to Running: with the phase it writes what the controller would have
+// written at Scheduled, the node, the launcher pod as the active pod and
+// the Scheduled timestamp (takeoverStatus; the ownership table's takeover
+// rows). The write carries the resourceVersion read: if the controller
+// wrote Scheduled (or its label) first, it conflicts, and the next sync
+// finds the VMI scheduled and reports Running the usual way. The
+// controller then labels the VMI for the node and puts its finalizer on,
+// as it does for a VMI it scheduled itself. Until that label, a taken-over
+// VMI is recognised by its status.nodeName (takenOver) and read from the
+// API server, as while it was prelaunching.
 //
 // The agent's VMI informers see only VMIs labelled for this node, which a
-// VMI is from Scheduled on; a prelaunched VMI is read from the API server
-// (liveVMI), and only once its launcher answers on its socket, so a pod
-// waiting for its sandbox costs no request. Everything built is the
-// record's, as for any VMI: a VMI deleted before Scheduled has its pod
-// deleted by the controller and is gone from the API, and the agent's
-// orphan path quits its QEMU and releases the rest.
+// VMI is from the controller's label on; a prelaunched VMI is read from
+// the API server (liveVMI), and only once its launcher answers on its
+// socket, so a pod waiting for its sandbox costs no request. Everything
+// built is the record's, as for any VMI: a VMI deleted before it was taken
+// over has its pod deleted by the controller and is gone from the API, and
+// the agent's orphan path quits its QEMU and releases the rest.
 
 // prelaunchPod reports whether pod is a launcher pod the agent may start
 // a VMI in before Scheduled: on this node, not a migration target's, not
@@ -39,6 +51,13 @@ func prelaunchPod(pod *corev1.Pod, node string) bool {
 // migration: the controller has not scheduled it yet.
 func unlabelled(vmi *v1.VirtualMachineInstance) bool {
 	return vmi.Labels[v1.NodeNameLabel] == "" && vmi.Labels[v1.MigrationTargetNodeNameLabel] == ""
+}
+
+// takenOver reports whether vmi is one this node's agent took over
+// before the controller labelled it: unlabelled, status.nodeName this
+// node, and a phase the agent writes.
+func takenOver(vmi *v1.VirtualMachineInstance, node string) bool {
+	return unlabelled(vmi) && vmi.Status.NodeName == node && vmi.Status.Phase.OwnedByAgent()
 }
 
 // awaitingLauncher reports whether o is a launcher pod of a VMI the agent
@@ -57,16 +76,34 @@ func prelaunching(o *Observation) bool {
 		prelaunchPod(o.Pod, o.Node)
 }
 
-// planPrelaunch starts the VMI as planRun does, without a word to the API
-// server: no status, no refusal (a full store refuses it once it is
-// Scheduled).
+// planPrelaunch starts the VMI as planRun does, without a refusal (a full
+// store refuses it once it is Scheduled); the status is reported only
+// once the domain runs, by the takeover (report).
 func planPrelaunch(o *Observation) Plan {
 	if !o.liveRecord() && o.Refusing != "" {
 		return Plan{}
 	}
-	p := planRun(o)
-	p.PatchStatus = false
-	return p
+	return planRun(o)
+}
+
+// takeoverStatus is cur as the controller would have scheduled it on
+// node in pod at now: phase Scheduled, the node, the pod as the active
+// pod, the Scheduled timestamp. Derived from it, a running domain's status
+// is Running. It is pure.
+func takeoverStatus(cur v1.VirtualMachineInstanceStatus, pod *corev1.Pod, node string, now time.Time) v1.VirtualMachineInstanceStatus {
+	s := *cur.DeepCopy()
+	s.Phase = v1.Scheduled
+	s.NodeName = node
+	s.ActivePods = map[string]string{string(pod.UID): node}
+	for _, t := range s.PhaseTransitionTimestamps {
+		if t.Phase == v1.Scheduled {
+			return s
+		}
+	}
+	s.PhaseTransitionTimestamps = append(s.PhaseTransitionTimestamps, v1.VirtualMachineInstancePhaseTransitionTimestamp{
+		Phase: v1.Scheduled, PhaseTransitionTimestamp: metav1.NewTime(now.Truncate(time.Second)),
+	})
+	return s
 }
 
 // vmiRef is the namespace and name of the VMI that owns a launcher pod,

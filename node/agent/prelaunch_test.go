@@ -57,8 +57,10 @@ func (e *syncEnv) vmiGets() int {
 
 // TestSync_PrelaunchBeforeScheduled: the launcher of a VMI the controller
 // has not scheduled yet answers; the agent builds the network, launches
-// and attaches QEMU without writing anything to the API server, and
-// reports Running at the first sync after the controller's Scheduled.
+// and attaches QEMU, and takes the VMI over once the domain runs: one
+// status write from Scheduling to Running with the node, the active pod
+// and the Scheduled timestamp, and no label. Labelled by the controller
+// afterwards, it needs nothing more.
 func TestSync_PrelaunchBeforeScheduled(t *testing.T) {
 	e := newPrelaunchEnv(t)
 	e.virt.ClearActions()
@@ -67,32 +69,55 @@ func TestSync_PrelaunchBeforeScheduled(t *testing.T) {
 	if got := e.launcher.Specs(); len(got) != 1 {
 		t.Fatalf("launched %d specs before Scheduled, want 1", len(got))
 	}
+	if got := e.apiActions(); len(got) != 0 {
+		t.Errorf("API writes before QEMU runs: %v, want none", got)
+	}
 	e.qemuStarts()
 	e.mustSync()
 	want := []string{"network.Ensure " + syncTap, "dhcp.Listen " + syncBridge, "launcher.Launch", "qmp.Dial"}
 	if diff := cmp.Diff(want, e.log.Calls()); diff != "" {
 		t.Errorf("effects before Scheduled (-want +got):\n%s", diff)
 	}
-	if got := e.apiActions(); len(got) != 0 {
-		t.Errorf("API writes before Scheduled: %v, want none", got)
+	if diff := cmp.Diff([]string{"patch/status"}, e.apiActions()); diff != "" {
+		t.Errorf("API writes of the takeover (-want +got):\n%s", diff)
 	}
-	if got := e.vmi().Status.Phase; got != v1.Scheduling {
-		t.Errorf("VMI phase before Scheduled = %q, want the controller's Scheduling", got)
+	got := e.vmi()
+	var phases []v1.VirtualMachineInstancePhase
+	for _, ts := range got.Status.PhaseTransitionTimestamps {
+		phases = append(phases, ts.Phase)
+	}
+	pod, err := e.kube.CoreV1().Pods(syncNS).Get(t.Context(), "virt-launcher-vm", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case got.Status.Phase != v1.Running:
+		t.Errorf("VMI phase after the takeover = %q, want Running", got.Status.Phase)
+	case got.Status.NodeName != syncNode:
+		t.Errorf("status.nodeName after the takeover = %q, want %q", got.Status.NodeName, syncNode)
+	case !cmp.Equal(got.Status.ActivePods, map[string]string{string(pod.UID): syncNode}):
+		t.Errorf("status.activePods after the takeover = %v, want the launcher pod on %s", got.Status.ActivePods, syncNode)
+	case !slices.Contains(phases, v1.Scheduled) || !slices.Contains(phases, v1.Running):
+		t.Errorf("transition timestamps after the takeover: %v, want Scheduled and Running", phases)
+	case got.Labels[v1.NodeNameLabel] != "":
+		t.Errorf("the agent labelled the VMI %q; the label is the controller's", got.Labels[v1.NodeNameLabel])
 	}
 
-	// The controller schedules it: label, finalizer and phase in one write.
-	vmi := e.vmi()
-	vmi.Labels = map[string]string{v1.NodeNameLabel: syncNode}
-	vmi.Finalizers = []string{v1.VirtualMachineInstanceFinalizer}
-	vmi.Status.Phase, vmi.Status.NodeName = v1.Scheduled, syncNode
-	e.update(vmi)
+	// The controller labels it and puts its finalizer on.
+	got.Labels = map[string]string{v1.NodeNameLabel: syncNode}
+	got.Finalizers = []string{v1.VirtualMachineInstanceFinalizer}
+	e.update(got)
 	e.log.Reset()
+	e.virt.ClearActions()
 	e.mustSync()
 	if got := e.vmi().Status.Phase; got != v1.Running {
-		t.Errorf("VMI phase at the first sync after Scheduled = %q, want Running", got)
+		t.Errorf("VMI phase once labelled = %q, want Running", got)
 	}
 	if got := e.log.Calls(); len(got) != 0 {
-		t.Errorf("effects after Scheduled: %v, want none (QEMU was attached before)", got)
+		t.Errorf("effects once labelled: %v, want none (QEMU was attached before)", got)
+	}
+	if got := e.apiActions(); len(got) != 0 {
+		t.Errorf("API writes once labelled: %v, want none", got)
 	}
 	if got := e.launcher.Specs(); len(got) != 1 {
 		t.Errorf("launched %d specs in all, want 1", len(got))
@@ -100,6 +125,29 @@ func TestSync_PrelaunchBeforeScheduled(t *testing.T) {
 	wantTL := []string{"Adopted", "NetworkAllocated", "Launching", "Attached", "PhaseRunning"}
 	if diff := cmp.Diff(wantTL, e.timeline()); diff != "" {
 		t.Errorf("timeline (-want +got):\n%s", diff)
+	}
+}
+
+// TestSync_PrelaunchScheduledFirst: when the controller's Scheduled lands
+// before the agent took the VMI over, the VMI is reported Running the
+// usual way, without a second launch.
+func TestSync_PrelaunchScheduledFirst(t *testing.T) {
+	e := newPrelaunchEnv(t)
+	e.mustSync()
+	e.qemuStarts()
+	// The controller schedules it while the agent's view is the old one.
+	vmi := e.vmi()
+	vmi.Labels = map[string]string{v1.NodeNameLabel: syncNode}
+	vmi.Finalizers = []string{v1.VirtualMachineInstanceFinalizer}
+	vmi.Status.Phase, vmi.Status.NodeName = v1.Scheduled, syncNode
+	e.update(vmi)
+	e.mustSync()
+	got := e.vmi()
+	if got.Status.Phase != v1.Running || got.Status.NodeName != syncNode {
+		t.Errorf("VMI after Scheduled: phase %q on %q, want Running on %s", got.Status.Phase, got.Status.NodeName, syncNode)
+	}
+	if got := e.launcher.Specs(); len(got) != 1 {
+		t.Errorf("launched %d specs in all, want 1", len(got))
 	}
 }
 

@@ -15,8 +15,9 @@ import (
 )
 
 // report derives the agent's status fields and patches them when they
-// changed, then records the events of a phase change, and the phase in the
-// record (recordphase.go).
+// changed (a prelaunching VMI: once it can be taken over as Running,
+// prelaunch.go), then records the events of a phase change, and the phase
+// in the record (recordphase.go).
 func (a *Agent) report(ctx context.Context, o *Observation) error {
 	f, ok := facts(o)
 	if !ok {
@@ -28,8 +29,13 @@ func (a *Agent) report(ctx context.Context, o *Observation) error {
 		f.Interfaces = mergeGuestNet(f.Interfaces, d.guestInterfaces(), masqueraded(o.Record), o.VMI.Status.Interfaces)
 	}
 	cur := o.VMI.Status
-	next, events := status.Derive(cur, f)
-	if equality.Semantic.DeepEqual(cur, next) {
+	from := cur
+	if prelaunching(o) {
+		// The takeover (prelaunch.go): written once the domain runs.
+		from = takeoverStatus(cur, o.Pod, o.Node, f.Now)
+	}
+	next, events := status.Derive(from, f)
+	if equality.Semantic.DeepEqual(cur, next) || (prelaunching(o) && next.Phase != v1.Running) {
 		return a.recordAPIPhase(ctx, o)
 	}
 	if d != nil && d.alreadyWrote(o.VMI.ResourceVersion, next) {

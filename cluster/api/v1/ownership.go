@@ -51,6 +51,15 @@ type StatusField struct {
 	// Exception marks a write outside the usual ownership: the node
 	// controller failing a VMI whose agent is silent.
 	Exception bool
+	// Takeover marks a field the agent writes along with the controller:
+	// a VMI whose QEMU the agent started before the controller's
+	// Scheduled (node/agent/prelaunch.go) goes from Scheduling straight to
+	// Running, and the agent then writes what the controller writes at
+	// Scheduled (the node, the launcher pod, the Scheduled timestamp).
+	// The agent applies these fields with every status it writes, with
+	// the values it read, so that it owns them alongside whoever wrote
+	// them first and none is removed by an apply that omits it.
+	Takeover bool
 	// Future marks a field or writer not implemented yet (migration).
 	Future bool
 	// Queue marks a list field shared as a queue (see [QueueRole]); only
@@ -100,6 +109,9 @@ func ownershipTable() []StatusField {
 	exception := func(path string) StatusField {
 		return StatusField{Kind: KindVMI, Path: path, Writer: ManagerNodeController, While: nonFinal, Exception: true}
 	}
+	takeover := func(path string) StatusField {
+		return StatusField{Kind: KindVMI, Path: path, Writer: ManagerAgent, While: agentPhases, Takeover: true}
+	}
 	mig := func(path, writer string) StatusField {
 		return StatusField{Kind: KindVMI, Path: path, Writer: writer, While: []VirtualMachineInstancePhase{Running}}
 	}
@@ -115,6 +127,9 @@ func ownershipTable() []StatusField {
 		vmi("status.phaseTransitionTimestamps[phase=Scheduling]", ManagerController, pre...),
 		vmi("status.phaseTransitionTimestamps[phase=Scheduled]", ManagerController, pre...),
 		vmi("status.phaseTransitionTimestamps[phase=Failed]", ManagerController, pre...),
+		takeover("status.nodeName"),
+		takeover("status.activePods"),
+		takeover("status.phaseTransitionTimestamps[phase=Scheduled]"),
 		vmi("status.phaseTransitionTimestamps[phase=Running]", ManagerAgent, agentPhases...),
 		vmi("status.phaseTransitionTimestamps[phase=Unknown]", ManagerAgent, agentPhases...),
 		vmi("status.phaseTransitionTimestamps[phase=Succeeded]", ManagerAgent, agentPhases...),

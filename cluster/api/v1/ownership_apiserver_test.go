@@ -3,6 +3,7 @@ package v1_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -42,6 +43,83 @@ func TestStatusOwnership(t *testing.T) {
 	t.Run("concurrent conditions", func(t *testing.T) { testConcurrentConditions(t, vmis) })
 	t.Run("agent drops its condition", func(t *testing.T) { testAgentDropsCondition(t, vmis) })
 	t.Run("upgrade from merge patches", func(t *testing.T) { testUpgradeFromMergePatches(t, vmis) })
+	t.Run("agent takeover", func(t *testing.T) { testTakeover(t, vmis) })
+}
+
+// testTakeover: the agent takes a VMI over from Scheduling straight to
+// Running with the node, the active pod and the Scheduled timestamp; the
+// controller's Scheduled from the same view conflicts; the agent's later
+// applies keep what it took over; a migration's handoff still replaces
+// the active pods and the node.
+func testTakeover(t *testing.T, vmis kvclient.VirtualMachineInstanceInterface) {
+	ctx := t.Context()
+	at := metav1.Now()
+	ts := func(phases ...v1.VirtualMachineInstancePhase) []v1.VirtualMachineInstancePhaseTransitionTimestamp {
+		var out []v1.VirtualMachineInstancePhaseTransitionTimestamp
+		for _, p := range phases {
+			out = append(out, v1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: p, PhaseTransitionTimestamp: at})
+		}
+		return out
+	}
+	vmi := newVMI(t, vmis, "takeover")
+	scheduling := v1.VirtualMachineInstanceStatus{Phase: v1.Scheduling, PhaseTransitionTimestamps: ts(v1.Pending, v1.Scheduling)}
+	vmi, err := v1.ApplyStatusResult(ctx, vmis, vmi, scheduling, v1.ManagerController)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := v1.VirtualMachineInstanceStatus{
+		Phase: v1.Running, NodeName: "n1", ActivePods: map[string]string{"pod1": "n1"},
+		PhaseTransitionTimestamps: ts(v1.Pending, v1.Scheduling, v1.Scheduled, v1.Running),
+		Conditions:                []v1.VirtualMachineInstanceCondition{condition(v1.VirtualMachineInstanceReady, true, "")},
+	}
+	got, err := v1.ApplyStatusResult(ctx, vmis, vmi, taken, v1.ManagerAgent)
+	if err != nil {
+		t.Fatalf("takeover Scheduling → Running refused: %v", err)
+	}
+	scheduled := scheduling.DeepCopy()
+	scheduled.Phase, scheduled.NodeName, scheduled.ActivePods = v1.Scheduled, "n1", map[string]string{"pod1": "n1"}
+	scheduled.PhaseTransitionTimestamps = ts(v1.Pending, v1.Scheduling, v1.Scheduled)
+	if err := apply(ctx, vmis, vmi, *scheduled, v1.ManagerController); !apierrors.IsConflict(err) {
+		t.Errorf("the controller's Scheduled from before the takeover: err = %v, want Conflict", err)
+	}
+
+	// The agent pauses the guest: an apply from what it read.
+	paused := *got.Status.DeepCopy()
+	paused.Conditions = []v1.VirtualMachineInstanceCondition{
+		condition(v1.VirtualMachineInstanceReady, false, v1.ReasonGuestNotRunning),
+		condition(v1.VirtualMachineInstancePaused, true, v1.ReasonPausedByUser),
+	}
+	if got, err = v1.ApplyStatusResult(ctx, vmis, got, paused, v1.ManagerAgent); err != nil {
+		t.Fatal(err)
+	}
+	wantTaken := func(step string, node string, pods map[string]string) {
+		t.Helper()
+		phases := map[v1.VirtualMachineInstancePhase]bool{}
+		for _, p := range got.Status.PhaseTransitionTimestamps {
+			phases[p.Phase] = true
+		}
+		if got.Status.Phase != v1.Running || got.Status.NodeName != node || !maps.Equal(got.Status.ActivePods, pods) ||
+			!phases[v1.Pending] || !phases[v1.Scheduling] || !phases[v1.Scheduled] || !phases[v1.Running] {
+			t.Errorf("%s: phase %q on %q, activePods %v, transitions %v; want Running on %s with %v and Pending…Running",
+				step, got.Status.Phase, got.Status.NodeName, got.Status.ActivePods, got.Status.PhaseTransitionTimestamps, node, pods)
+		}
+	}
+	wantTaken("after the agent's next apply", "n1", map[string]string{"pod1": "n1"})
+
+	// A migration: the migration controller adds the target pod, the
+	// agent applies again from what it read, the handoff names the target.
+	mig := v1.VirtualMachineInstanceStatus{NodeName: "n1", ActivePods: map[string]string{"pod1": "n1", "pod2": "n2"}}
+	if got, err = v1.ApplyStatusResult(ctx, vmis, got, mig, v1.ManagerMigrationController); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = v1.ApplyStatusResult(ctx, vmis, got, *got.Status.DeepCopy(), v1.ManagerAgent); err != nil {
+		t.Fatal(err)
+	}
+	handoff := v1.VirtualMachineInstanceStatus{NodeName: "n2", ActivePods: map[string]string{"pod2": "n2"}}
+	if got, err = v1.ApplyStatusResult(ctx, vmis, got, handoff, v1.ManagerMigrationController); err != nil {
+		t.Fatal(err)
+	}
+	wantTaken("after the handoff", "n2", map[string]string{"pod2": "n2"})
 }
 
 func newVMI(t *testing.T, vmis kvclient.VirtualMachineInstanceInterface, name string) *v1.VirtualMachineInstance {

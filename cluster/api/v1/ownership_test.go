@@ -84,7 +84,7 @@ func TestOwnership_OneWriterPerField(t *testing.T) {
 			}
 			continue
 		}
-		if f.Future || f.Queue != "" {
+		if f.Future || f.Queue != "" || f.Takeover {
 			continue
 		}
 		k := key{f.Kind, f.Path}
@@ -100,6 +100,19 @@ func TestOwnership_OneWriterPerField(t *testing.T) {
 				t.Errorf("%s %s in phase %q: written by %s and %s", f.Kind, f.Path, p, w, f.Writer)
 			}
 			seen[k][p] = f.Writer
+		}
+	}
+	// A takeover row is the agent writing, with the value it read, a
+	// field the controller writes before Scheduled.
+	for _, f := range v1.StatusOwnership() {
+		if !f.Takeover {
+			continue
+		}
+		if f.Writer != v1.ManagerAgent || f.Kind != v1.KindVMI {
+			t.Errorf("%s %s: takeover by %s, only the agent takes a VMI over", f.Kind, f.Path, f.Writer)
+		}
+		if w := seen[key{f.Kind, f.Path}][v1.Scheduling]; w != v1.ManagerController {
+			t.Errorf("%s %s: takeover of a field the controller does not write before Scheduled (writer %q)", f.Kind, f.Path, w)
 		}
 	}
 	var exceptions []string
@@ -221,10 +234,13 @@ func TestStatus_OwnedBy(t *testing.T) {
 		want    map[string]any
 	}{
 		{v1.ManagerAgent, map[string]any{
-			"phase":                     "Running",
-			"phaseTransitionTimestamps": []any{map[string]any{"phase": "Running", "phaseTransitionTimestamp": "2026-01-02T03:04:05Z"}},
-			"conditions":                []any{map[string]any{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-02T03:04:05Z"}},
-			"interfaces":                []any{map[string]any{"name": "default", "ipAddress": "10.0.0.2"}},
+			"phase": "Running", "nodeName": "n1", "activePods": map[string]any{"pod": "n1"},
+			"phaseTransitionTimestamps": []any{
+				map[string]any{"phase": "Scheduled", "phaseTransitionTimestamp": "2026-01-02T03:04:05Z"},
+				map[string]any{"phase": "Running", "phaseTransitionTimestamp": "2026-01-02T03:04:05Z"},
+			},
+			"conditions": []any{map[string]any{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-02T03:04:05Z"}},
+			"interfaces": []any{map[string]any{"name": "default", "ipAddress": "10.0.0.2"}},
 			// guestOSInfo is empty: left out, not applied as {}.
 		}},
 		{v1.ManagerController, map[string]any{

@@ -31,12 +31,14 @@ const (
 var phaseTransitions = map[VirtualMachineInstancePhase][]VirtualMachineInstancePhase{
 	VmPhaseUnset: {Pending, Scheduling, Scheduled, Failed},
 	Pending:      {Scheduling, Scheduled, Failed},
-	Scheduling:   {Scheduled, Failed},
-	Scheduled:    {Running, Succeeded, Failed},
-	Running:      {Succeeded, Failed, Unknown},
-	Unknown:      {Running, Succeeded, Failed},
-	Succeeded:    nil,
-	Failed:       nil,
+	// Scheduling → Running: the agent takes over a VMI whose QEMU it
+	// started before the controller's Scheduled (node/agent/prelaunch.go).
+	Scheduling: {Scheduled, Running, Failed},
+	Scheduled:  {Running, Succeeded, Failed},
+	Running:    {Succeeded, Failed, Unknown},
+	Unknown:    {Running, Succeeded, Failed},
+	Succeeded:  nil,
+	Failed:     nil,
 }
 
 // CanTransitionTo reports whether a VMI in phase p may move to phase next.

@@ -17,6 +17,8 @@ func TestPhase_CanTransitionTo(t *testing.T) {
 		{v1.Pending, v1.Scheduling, true},
 		{v1.Pending, v1.Scheduled, true},
 		{v1.Scheduling, v1.Scheduled, true},
+		{v1.Scheduling, v1.Running, true}, // the agent's takeover
+		{v1.Scheduling, v1.Succeeded, false},
 		{v1.Scheduled, v1.Running, true},
 		{v1.Running, v1.Succeeded, true},
 		{v1.Running, v1.Failed, true},
