@@ -107,14 +107,19 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 		summarize(sc, fmt.Sprintf("%d VMIs: creation → Scheduling (the controller created the launcher pod)", n), "s", seconds(scheduling)),
 		summarize(sc, fmt.Sprintf("%d VMIs: share the agent took over, Running before the controller's Scheduled", n), "%",
 			[]float64{100 * float64(takenOver) / float64(n)}),
-		summarize(sc, fmt.Sprintf("%d VMIs the controller scheduled: creation → Scheduled (the kubelet reported the launcher pod running)", n), "s", seconds(scheduled)),
-		summarize(sc, fmt.Sprintf("%d VMIs the controller scheduled: Scheduled → Running (what the agent had left to do)", n), "s", seconds(started)),
 		summarize(sc, fmt.Sprintf("%d VMIs: first creation → all Running", n), "s", []float64{last.Sub(first).Seconds()}),
 		summarize(sc, fmt.Sprintf("%d VMIs: agent syncs per VMI, first creation → all Running", n), "syncs",
 			[]float64{float64(syncs1-syncs0) / float64(n)}),
 		summarize(sc, fmt.Sprintf("%d VMIs: agent sync time per VMI (sum of sync durations), first creation → all Running", n), "ms",
 			[]float64{float64((took1-took0)/time.Microsecond) / 1000 / float64(n)}),
 	)
+	if len(scheduled) > 0 {
+		// Only the VMIs the agent did not take over have a Scheduled.
+		r.add(
+			summarize(sc, fmt.Sprintf("%d VMIs the controller scheduled: creation → Scheduled (the kubelet reported the launcher pod running)", n), "s", seconds(scheduled)),
+			summarize(sc, fmt.Sprintf("%d VMIs the controller scheduled: Scheduled → Running (what the agent had left to do)", n), "s", seconds(started)),
+		)
+	}
 	steps := startSteps{}
 	for _, name := range sortedNames(created) {
 		run, _ := e.vmis.first(name, "phase="+string(v1.Running))
