@@ -69,7 +69,7 @@ func Plan(o Observed) Result {
 	// VM controller creates its VMIs with it.
 	if vmi.Status.Phase.OwnedByAgent() {
 		r.AddFinalizer = !hasFinalizer(vmi)
-		if unlabelled(vmi) && vmi.Status.NodeName != "" {
+		if vmi.Unlabelled() && vmi.Status.NodeName != "" {
 			// The agent took the VMI over before this controller saw its
 			// pod run (node/agent/prelaunch.go): label it as if scheduled.
 			r.NodeLabel = vmi.Status.NodeName
@@ -130,12 +130,6 @@ func planDeletion(o Observed, r Result) Result {
 	r.DeletePod = o.Pod != nil && o.Pod.DeletionTimestamp == nil
 	r.RemoveFinalizer = true
 	return r
-}
-
-// unlabelled reports whether vmi carries neither the node label nor a
-// migration target's.
-func unlabelled(vmi *v1.VirtualMachineInstance) bool {
-	return vmi.Labels[v1.NodeNameLabel] == "" && vmi.Labels[v1.MigrationTargetNodeNameLabel] == ""
 }
 
 // agentTookOver reports whether the VMI ever reached Scheduled.

@@ -184,5 +184,5 @@ func (a *Agent) ownsLive(vmi *v1.VirtualMachineInstance, uid string) bool {
 		takenOver(vmi, a.cfg.NodeName):
 		return true
 	}
-	return unlabelled(vmi) && !vmi.Status.Phase.OwnedByAgent() && !vmi.Status.Phase.IsFinal()
+	return vmi.Unlabelled() && !vmi.Status.Phase.OwnedByAgent() && !vmi.Status.Phase.IsFinal()
 }

@@ -47,17 +47,11 @@ func prelaunchPod(pod *corev1.Pod, node string) bool {
 		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
-// unlabelled reports whether vmi is labelled for no node and no incoming
-// migration: the controller has not scheduled it yet.
-func unlabelled(vmi *v1.VirtualMachineInstance) bool {
-	return vmi.Labels[v1.NodeNameLabel] == "" && vmi.Labels[v1.MigrationTargetNodeNameLabel] == ""
-}
-
 // takenOver reports whether vmi is one this node's agent took over
 // before the controller labelled it: unlabelled, status.nodeName this
 // node, and a phase the agent writes.
 func takenOver(vmi *v1.VirtualMachineInstance, node string) bool {
-	return unlabelled(vmi) && vmi.Status.NodeName == node && vmi.Status.Phase.OwnedByAgent()
+	return vmi.Unlabelled() && vmi.Status.NodeName == node && vmi.Status.Phase.OwnedByAgent()
 }
 
 // awaitingLauncher reports whether o is a launcher pod of a VMI the agent
@@ -71,7 +65,7 @@ func awaitingLauncher(o *Observation) bool {
 // scheduled yet whose launcher pod is on this node. It is pure.
 func prelaunching(o *Observation) bool {
 	vmi := o.VMI
-	return vmi != nil && unlabelled(vmi) && vmi.Status.Phase == v1.Scheduling && !o.deleting() &&
+	return vmi != nil && vmi.Unlabelled() && vmi.Status.Phase == v1.Scheduling && !o.deleting() &&
 		(vmi.Status.NodeName == "" || vmi.Status.NodeName == o.Node) &&
 		prelaunchPod(o.Pod, o.Node)
 }

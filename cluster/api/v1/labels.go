@@ -54,3 +54,10 @@ const (
 	// MigrationFinalizer holds a migration until both agents are done with it.
 	MigrationFinalizer = "kubevirt.io/migrationJobFinalize"
 )
+
+// Unlabelled reports whether the VMI carries neither the node label nor a
+// migration target's: the controller has not scheduled it to a node yet
+// (an agent may have taken it over; status.nodeName then names the node).
+func (vmi *VirtualMachineInstance) Unlabelled() bool {
+	return vmi.Labels[NodeNameLabel] == "" && vmi.Labels[MigrationTargetNodeNameLabel] == ""
+}
