@@ -20,18 +20,21 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	localcluster.RequirePrereqs(t)
 	s := Settings{
-		Scenarios:      allScenarios,
-		SingleRuns:     1,
-		PauseCycles:    3,
-		VirtctlCycles:  3,
-		Burst:          3,
-		BurstSmall:     2,
-		BurstRounds:    2,
-		Repeat:         2,
-		BurstInterval:  100 * time.Millisecond,
-		OverheadAt:     []int{1},
-		ControllerVMIs: 20,
-		SnapshotCycles: 1,
+		Scenarios:   allScenarios,
+		SingleRuns:  1,
+		PauseCycles: 3,
+		// The spaced variant runs too, briefly.
+		PauseSpacedCycles: 2,
+		PauseGap:          10 * time.Millisecond,
+		VirtctlCycles:     3,
+		Burst:             3,
+		BurstSmall:        2,
+		BurstRounds:       2,
+		Repeat:            2,
+		BurstInterval:     100 * time.Millisecond,
+		OverheadAt:        []int{1},
+		ControllerVMIs:    20,
+		SnapshotCycles:    1,
 		// Other packages' tests share the machine: a short wait, then
 		// measured anyway (the report says so).
 		QuietWait: 5 * time.Second,

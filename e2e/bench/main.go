@@ -28,11 +28,16 @@ var getOpts = metav1.GetOptions{}
 
 // Settings are the run's parameters (flags).
 type Settings struct {
-	Scenarios     []string `json:"scenarios"`
-	SingleRuns    int      `json:"singleRuns"`
-	PauseCycles   int      `json:"pauseCycles"`
-	VirtctlCycles int      `json:"virtctlCycles"`
-	Burst         int      `json:"burst"`
+	Scenarios   []string `json:"scenarios"`
+	SingleRuns  int      `json:"singleRuns"`
+	PauseCycles int      `json:"pauseCycles"`
+	// PauseSpacedCycles and PauseGap are the pause scenario's spaced
+	// variant: cycles whose calls wait PauseGap after the watch saw the
+	// call before take effect (0 cycles: not run).
+	PauseSpacedCycles int           `json:"pauseSpacedCycles"`
+	PauseGap          time.Duration `json:"pauseGap"`
+	VirtctlCycles     int           `json:"virtctlCycles"`
+	Burst             int           `json:"burst"`
 	// BurstSmall is the smaller burst run before Burst (0: none).
 	BurstSmall int `json:"burstSmall"`
 	// BurstRounds is how often each burst (bare pods, launcher-shaped
@@ -62,8 +67,8 @@ func (s Settings) String() string {
 	for i, n := range s.OverheadAt {
 		at[i] = strconv.Itoa(n)
 	}
-	return fmt.Sprintf("scenarios %s; short scenarios repeated %d×; single runs %d; pause cycles %d; virtctl cycles %d; bursts of %d and %d VMIs (and as many bare pods) %v apart, %d rounds each; overhead at %s/%d VMs; controller %d VMIs; %d snapshots and restores; waits for a quiet node up to %v, for dead sandboxes to be reaped up to %v",
-		strings.Join(s.Scenarios, ","), s.Repeat, s.SingleRuns, s.PauseCycles, s.VirtctlCycles, s.BurstSmall, s.Burst, s.BurstInterval, s.BurstRounds, strings.Join(at, "/"), s.Burst, s.ControllerVMIs, s.SnapshotCycles, s.QuietWait, s.ReapWait)
+	return fmt.Sprintf("scenarios %s; short scenarios repeated %d×; single runs %d; pause cycles %d (then %d spaced %v); virtctl cycles %d; bursts of %d and %d VMIs (and as many bare pods) %v apart, %d rounds each; overhead at %s/%d VMs; controller %d VMIs; %d snapshots and restores; waits for a quiet node up to %v, for dead sandboxes to be reaped up to %v",
+		strings.Join(s.Scenarios, ","), s.Repeat, s.SingleRuns, s.PauseCycles, s.PauseSpacedCycles, s.PauseGap, s.VirtctlCycles, s.BurstSmall, s.Burst, s.BurstInterval, s.BurstRounds, strings.Join(at, "/"), s.Burst, s.ControllerVMIs, s.SnapshotCycles, s.QuietWait, s.ReapWait)
 }
 
 // Validate checks the settings, naming the flag of a bad one.
@@ -82,6 +87,12 @@ func (s Settings) Validate() error {
 	}
 	if s.PauseCycles < 1 {
 		errs = append(errs, fmt.Errorf("-pause-cycles %d: want at least 1", s.PauseCycles))
+	}
+	if s.PauseSpacedCycles < 0 {
+		errs = append(errs, fmt.Errorf("-pause-spaced-cycles %d: must not be negative", s.PauseSpacedCycles))
+	}
+	if s.PauseGap <= 0 && s.PauseSpacedCycles > 0 {
+		errs = append(errs, fmt.Errorf("-pause-gap %v: want more than 0 with spaced cycles", s.PauseGap))
 	}
 	if s.VirtctlCycles < 1 {
 		errs = append(errs, fmt.Errorf("-virtctl-cycles %d: want at least 1", s.VirtctlCycles))
@@ -135,6 +146,8 @@ func run() error {
 	only := flag.String("only", strings.Join(allScenarios, ","), "comma-separated scenarios to run: "+strings.Join(allScenarios, ","))
 	flag.IntVar(&s.SingleRuns, "single-runs", 5, "VMIs the single scenario boots one after another")
 	flag.IntVar(&s.PauseCycles, "pause-cycles", 200, "pause/unpause cycles")
+	flag.IntVar(&s.PauseSpacedCycles, "pause-spaced-cycles", 100, "pause/unpause cycles whose calls each wait -pause-gap after the one before took effect (0: none)")
+	flag.DurationVar(&s.PauseGap, "pause-gap", 50*time.Millisecond, "the spaced pause cycles' wait after the watch saw a call take effect")
 	flag.IntVar(&s.VirtctlCycles, "virtctl-cycles", 100, "pause/unpause cycles through virtctl and the aggregated API")
 	flag.IntVar(&s.Burst, "burst", 100, "VMIs of the burst (also the overhead's largest count and the restart's VMs)")
 	flag.IntVar(&s.BurstSmall, "burst-small", 50, "VMIs (and bare pods) of the smaller burst run before -burst (0: none)")
@@ -291,7 +304,11 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 			return fmt.Errorf("single: %w", err)
 		}
 		if s.has("pause") {
-			if err := runPause(ctx, e, r, pauseTarget{vmi: name, about: "the running single VMI"}, s.PauseCycles); err != nil {
+			t := pauseTarget{vmi: name, about: "the running single VMI"}
+			if err := runPause(ctx, e, r, t, s.PauseCycles); err != nil {
+				return fmt.Errorf("pause: %w", err)
+			}
+			if err := runPauseSpaced(ctx, e, r, t, s.pauseSpacing()); err != nil {
 				return fmt.Errorf("pause: %w", err)
 			}
 		}
@@ -336,7 +353,7 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 			}
 		}
 		if s.has("pause") {
-			if err := runPauseAmong(ctx, e, r, s.Burst, s.PauseCycles, s.Repeat, s.QuietWait); err != nil {
+			if err := runPauseAmong(ctx, e, r, s.Burst, s.PauseCycles, s.pauseSpacing(), s.Repeat, s.QuietWait); err != nil {
 				return fmt.Errorf("pause with %d VMs on the node: %w", s.Burst, err)
 			}
 		}

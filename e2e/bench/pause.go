@@ -40,22 +40,14 @@ func runPause(ctx context.Context, e *env, r *Report, t pauseTarget, cycles int)
 			summarize(sc, t.prefix+"floor: QMP cont through the node API passthrough, answer", "ms", millis(contAPI)),
 		)
 	}()
-	pause := func(action string) func(context.Context) error {
-		return func(ctx context.Context) error { return e.vmiAction(ctx, t.vmi, action) }
-	}
-	qmp := func(command string) func(context.Context) error {
-		return func(ctx context.Context) error {
-			_, err := e.nodectl.QMP(ctx, benchNamespace+"/"+t.vmi, api.Command{Execute: command})
-			return err
-		}
-	}
-	if err := pauseCycles(ctx, e, t.vmi, cycles, [2]pauseStep{
+	pause, qmp := e.pauseCall(t.vmi), e.qmpCall(t.vmi)
+	if err := pauseCycles(ctx, e, t.vmi, cycles, 0, [2]pauseStep{
 		{do: pause("pause"), on: true, answer: &pauseAPI, seen: &pauseSeen},
 		{do: pause("unpause"), answer: &unpauseAPI, seen: &unpauseSeen},
 	}); err != nil {
 		return err
 	}
-	if err := pauseCycles(ctx, e, t.vmi, cycles, [2]pauseStep{
+	if err := pauseCycles(ctx, e, t.vmi, cycles, 0, [2]pauseStep{
 		{do: qmp("stop"), on: true, answer: &stopAPI},
 		{do: qmp("cont"), answer: &contAPI},
 	}); err != nil {
@@ -65,11 +57,58 @@ func runPause(ctx context.Context, e *env, r *Report, t pauseTarget, cycles int)
 	return nil
 }
 
+// pauseSpacing is the spaced variant of the pause scenario: cycles
+// cycles (none: not run) whose calls each wait gap after this client's
+// watch saw the call before take effect.
+type pauseSpacing struct {
+	cycles int
+	gap    time.Duration
+}
+
+// runPauseSpaced measures the node API's answers as runPause does, but
+// each call waits spaced.gap after the watch saw the previous one take
+// effect: a settled cycle's next call lands while the node is still
+// reacting to the status change the watch just saw (the agent's and the
+// controller's syncs of the VMI it updated), which a user's pause, issued
+// at a moment of their choosing, rarely meets. The floor is spaced the
+// same way.
+func runPauseSpaced(ctx context.Context, e *env, r *Report, t pauseTarget, spaced pauseSpacing) error {
+	const sc = "pause"
+	if spaced.cycles == 0 {
+		return nil
+	}
+	pause, qmp := e.pauseCall(t.vmi), e.qmpCall(t.vmi)
+	var pauseAPI, unpauseAPI, stopAPI, contAPI []time.Duration
+	what := fmt.Sprintf("%sspaced %v: ", t.prefix, spaced.gap)
+	defer func() {
+		r.add(
+			summarize(sc, what+"pause: node API answer", "ms", millis(pauseAPI)),
+			summarize(sc, what+"unpause: node API answer", "ms", millis(unpauseAPI)),
+			summarize(sc, what+"floor: QMP stop through the node API passthrough, answer", "ms", millis(stopAPI)),
+			summarize(sc, what+"floor: QMP cont through the node API passthrough, answer", "ms", millis(contAPI)),
+		)
+	}()
+	if err := pauseCycles(ctx, e, t.vmi, spaced.cycles, spaced.gap, [2]pauseStep{
+		{do: pause("pause"), on: true, answer: &pauseAPI},
+		{do: pause("unpause"), answer: &unpauseAPI},
+	}); err != nil {
+		return fmt.Errorf("spaced: %w", err)
+	}
+	if err := pauseCycles(ctx, e, t.vmi, spaced.cycles, spaced.gap, [2]pauseStep{
+		{do: qmp("stop"), on: true, answer: &stopAPI},
+		{do: qmp("cont"), answer: &contAPI},
+	}); err != nil {
+		return fmt.Errorf("spaced floor: %w", err)
+	}
+	r.note(sc, "%sspaced: %d more cycles on the same VMI, each call sent %v after this client's watch saw the call before take effect, so that it meets a node done reacting to that status change; the floor, QMP stop and cont through the passthrough, spaced the same way.", t.prefix, spaced.cycles, spaced.gap)
+	return nil
+}
+
 // runPauseAmong runs the pause scenario repeat times on the first of the
 // burst's n VMIs with the others on the node: it unpauses that VMI (the
 // burst's start paused) and waits for its guest to boot and the node to
 // quiet down first.
-func runPauseAmong(ctx context.Context, e *env, r *Report, n, cycles, repeat int, quietWait time.Duration) error {
+func runPauseAmong(ctx context.Context, e *env, r *Report, n, cycles int, spaced pauseSpacing, repeat int, quietWait time.Duration) error {
 	name := vmiName(burstPrefix, 0)
 	start := time.Now()
 	if err := e.vmiAction(ctx, name, "unpause"); err != nil {
@@ -91,8 +130,29 @@ func runPauseAmong(ctx context.Context, e *env, r *Report, n, cycles, repeat int
 		if err := runPause(ctx, e, r, t, cycles); err != nil {
 			return err
 		}
+		if err := runPauseSpaced(ctx, e, r, t, spaced); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// pauseCall returns the call of a node API action (pause, unpause) on vmi.
+func (e *env) pauseCall(vmi string) func(action string) func(context.Context) error {
+	return func(action string) func(context.Context) error {
+		return func(ctx context.Context) error { return e.vmiAction(ctx, vmi, action) }
+	}
+}
+
+// qmpCall returns the call of a QMP command on vmi through the node API's
+// passthrough.
+func (e *env) qmpCall(vmi string) func(command string) func(context.Context) error {
+	return func(command string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			_, err := e.nodectl.QMP(ctx, benchNamespace+"/"+vmi, api.Command{Execute: command})
+			return err
+		}
+	}
 }
 
 // pauseStep is one half of a pause cycle: the call, whether it pauses,
@@ -105,8 +165,8 @@ type pauseStep struct {
 }
 
 // pauseCycles runs cycles of steps, each settled: the next starts once the
-// VMI's Paused condition followed in this client's watch.
-func pauseCycles(ctx context.Context, e *env, name string, cycles int, steps [2]pauseStep) error {
+// VMI's Paused condition followed in this client's watch, and gap after.
+func pauseCycles(ctx context.Context, e *env, name string, cycles int, gap time.Duration, steps [2]pauseStep) error {
 	paused := string(v1.VirtualMachineInstancePaused)
 	for i := range cycles {
 		for _, step := range steps {
@@ -122,6 +182,13 @@ func pauseCycles(ctx context.Context, e *env, name string, cycles int, steps [2]
 			*step.answer = append(*step.answer, answered.Sub(start))
 			if step.seen != nil {
 				*step.seen = append(*step.seen, at.Sub(start))
+			}
+			if gap > 0 {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(gap):
+				}
 			}
 		}
 	}
@@ -145,4 +212,9 @@ func (e *env) vmiAction(ctx context.Context, name, action string) error {
 		return fmt.Errorf("%s %s: HTTP %d: %s", action, name, resp.StatusCode, body)
 	}
 	return nil
+}
+
+// pauseSpacing is the spaced variant the settings ask for.
+func (s Settings) pauseSpacing() pauseSpacing {
+	return pauseSpacing{cycles: s.PauseSpacedCycles, gap: s.PauseGap}
 }
