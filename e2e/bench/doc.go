@@ -20,6 +20,9 @@
 //     and until Paused=True (or its removal) is visible through the API
 //     server; the floor, in the same run: QMP stop and cont through the
 //     node API's QMP passthrough (no durable intent), settled the same way.
+//     Then spaced cycles (-pause-spaced-cycles, -pause-gap): each call sent
+//     a gap after the watch saw the one before take effect, when the node
+//     is done reacting to that change; the floor spaced the same way.
 //     Once more after the restart scenario, on the first of the burst's 100
 //     VMIs (unpaused and booted first) with the other 99 on the node.
 //   - burst:      50, then 100 VMIs (startStrategy Paused) created 100 ms
