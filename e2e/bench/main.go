@@ -305,11 +305,10 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 		}
 		if s.has("pause") {
 			t := pauseTarget{vmi: name, about: "the running single VMI"}
-			if err := runPause(ctx, e, r, t, s.PauseCycles); err != nil {
-				return fmt.Errorf("pause: %w", err)
-			}
-			if err := runPauseSpaced(ctx, e, r, t, s.pauseSpacing()); err != nil {
-				return fmt.Errorf("pause: %w", err)
+			for _, run := range s.pauseRuns() {
+				if err := runPause(ctx, e, r, t, run); err != nil {
+					return fmt.Errorf("pause: %w", err)
+				}
 			}
 		}
 		if s.has("virtctl") {
@@ -353,7 +352,7 @@ func runScenarios(ctx context.Context, e *env, r *Report, s Settings) error {
 			}
 		}
 		if s.has("pause") {
-			if err := runPauseAmong(ctx, e, r, s.Burst, s.PauseCycles, s.pauseSpacing(), s.Repeat, s.QuietWait); err != nil {
+			if err := runPauseAmong(ctx, e, r, s.Burst, s.pauseRuns(), s.Repeat, s.QuietWait); err != nil {
 				return fmt.Errorf("pause with %d VMs on the node: %w", s.Burst, err)
 			}
 		}
