@@ -37,15 +37,16 @@ func (e *env) barePod(name string) *corev1.Pod {
 
 // floorPodBurst creates n floor pods, newPod's, interval apart (name
 // prefix) and returns each one's creation → Running (phase Running as
-// this client's watch saw it) and, with meter, the node's CPU time from
-// the first creation until all ran, then deletes them and waits until
-// they are gone. newPod's pods must carry barePodLabel.
-func floorPodBurst(ctx context.Context, e *env, prefix string, n int, interval time.Duration, newPod func(name string) *corev1.Pod, meter bool) ([]time.Duration, cpuUse, error) {
+// this client's watch saw it) and, with meter, the node's CPU time and
+// the API requests from the first creation until all ran, then deletes
+// them and waits until they are gone. newPod's pods must carry
+// barePodLabel.
+func floorPodBurst(ctx context.Context, e *env, prefix string, n int, interval time.Duration, newPod func(name string) *corev1.Pod, meter bool) ([]time.Duration, stepUse, error) {
 	pods := e.kube.CoreV1().Pods(benchNamespace)
 	sel := metav1.ListOptions{LabelSelector: barePodLabel + "=true"}
 	w, err := pods.Watch(ctx, sel)
 	if err != nil {
-		return nil, cpuUse{}, fmt.Errorf("watch floor pods: %w", err)
+		return nil, stepUse{}, fmt.Errorf("watch floor pods: %w", err)
 	}
 	defer w.Stop()
 	var mu sync.Mutex
@@ -66,7 +67,10 @@ func floorPodBurst(ctx context.Context, e *env, prefix string, n int, interval t
 		}
 	}()
 	created := map[string]time.Time{}
-	cpu := startCPUMeter(meter)
+	use, err := e.startStepMeter(ctx, meter)
+	if err != nil {
+		return nil, stepUse{}, err
+	}
 	for i := range n {
 		if i > 0 && interval > 0 {
 			time.Sleep(interval)
@@ -74,8 +78,8 @@ func floorPodBurst(ctx context.Context, e *env, prefix string, n int, interval t
 		name := fmt.Sprintf("%s-%d", prefix, i)
 		created[name] = time.Now()
 		if _, err := pods.Create(ctx, newPod(name), metav1.CreateOptions{}); err != nil {
-			cpu.Stop()
-			return nil, cpuUse{}, fmt.Errorf("create floor pod %s: %w", name, err)
+			_, _ = use.Stop(ctx)
+			return nil, stepUse{}, fmt.Errorf("create floor pod %s: %w", name, err)
 		}
 	}
 	err = poll(ctx, 10*time.Minute, 100*time.Millisecond, fmt.Sprintf("%d %s pods Running", n, prefix), func() (bool, error) {
@@ -83,9 +87,13 @@ func floorPodBurst(ctx context.Context, e *env, prefix string, n int, interval t
 		defer mu.Unlock()
 		return len(running) >= n, nil
 	})
-	used := cpu.Stop()
 	if err != nil {
-		return nil, cpuUse{}, err
+		_, _ = use.Stop(ctx)
+		return nil, stepUse{}, err
+	}
+	used, err := use.Stop(ctx)
+	if err != nil {
+		return nil, stepUse{}, err
 	}
 	w.Stop()
 	<-done

@@ -30,7 +30,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 	if err != nil {
 		return fmt.Errorf("before the bare pods: %w", err)
 	}
-	floor, floorCPU, err := floorPodBurst(ctx, e, fmt.Sprintf("bare%d", n), n, interval, e.barePod, true)
+	floor, floorUse, err := floorPodBurst(ctx, e, fmt.Sprintf("bare%d", n), n, interval, e.barePod, true)
 	if err != nil {
 		return fmt.Errorf("bare pods: %w", err)
 	}
@@ -38,7 +38,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 	if err != nil {
 		return fmt.Errorf("before the launcher-shaped pods: %w", err)
 	}
-	shaped, shapedCPU, err := floorPodBurst(ctx, e, fmt.Sprintf("shaped%d", n), n, interval, launcherShapedPods(shape), true)
+	shaped, shapedUse, err := floorPodBurst(ctx, e, fmt.Sprintf("shaped%d", n), n, interval, launcherShapedPods(shape), true)
 	if err != nil {
 		return fmt.Errorf("launcher-shaped pods: %w", err)
 	}
@@ -50,16 +50,22 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 	if err != nil {
 		return err
 	}
+	meter, err := e.startStepMeter(ctx, true)
+	if err != nil {
+		return err
+	}
 	first := time.Now()
-	cpu := startCPUMeter(true)
 	created, err := createPaused(ctx, e, burstPrefix, 0, n, interval)
 	if err != nil {
-		cpu.Stop()
+		_, _ = meter.Stop(ctx)
 		return err
 	}
 	e.log.Info("burst created", "vmis", n, "took", time.Since(first))
-	err = e.vmis.waitCount(ctx, "phase="+string(v1.Running), n, 30*time.Minute)
-	vmiCPU := cpu.Stop()
+	if err := e.vmis.waitCount(ctx, "phase="+string(v1.Running), n, 30*time.Minute); err != nil {
+		_, _ = meter.Stop(ctx)
+		return err
+	}
+	vmiUse, err := meter.Stop(ctx)
 	if err != nil {
 		return err
 	}
@@ -128,22 +134,30 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 		}
 	}
 	steps.report(r, sc, fmt.Sprintf("%d VMIs", n))
-	reportBurstCPU(r, sc, n, floorCPU, shapedCPU, vmiCPU)
+	reportBurstUse(r, sc, n, floorUse, shapedUse, vmiUse)
 	r.note(sc, "Agent syncs per VMI (%d VMIs): the change of the agent's nodevirt_agent_reconcile_duration_seconds count (and sum) between just before the first creation and all Running, divided by the VMIs; the agent syncs a VMI on its events (informers, the pod's sockets directory, QMP) and on its plan's safety-net polls.", n)
 	r.note(sc, "%d VMIs created %v apart on one node, all Running %v after the first creation; before them, in the same run, %d bare pods (one container of the pause image, the same node and CPU request), then %d launcher-shaped pods (the launcher pod the controller rendered for such a VMI, without the VMI), each created %v apart and deleted again. Each burst waited until containerd held none of the step before's dead sandboxes (the kubelet's garbage collection removes them once a minute, all at once), then for a quiet node, every CPU under %.0f%% busy for %v (before the bare pods: %v; before the launcher-shaped pods: %v; before the VMIs: %v; a burst's teardown goes on after its API objects are gone).", n, interval, all.Round(100*time.Millisecond), n, n, interval, quietBusy*100, quietWindow*quietSamples, settleBare, settleShaped, settleVMIs)
 	return nil
 }
 
-// reportBurstCPU reports the node's CPU time while each of a burst's
-// three steps ran, per object and by component.
-func reportBurstCPU(r *Report, sc string, n int, bare, shaped, vmis cpuUse) {
+// reportBurstUse reports the node's CPU time and the API requests while
+// each of a burst's three steps ran, per object and by component (by
+// resource and verb).
+func reportBurstUse(r *Report, sc string, n int, bare, shaped, vmis stepUse) {
 	for _, s := range []struct {
 		what string
-		u    cpuUse
+		u    stepUse
 	}{{"bare pods", bare}, {"launcher-shaped pods", shaped}, {"VMIs", vmis}} {
-		r.add(summarize(sc, fmt.Sprintf("%d %s: node CPU time per object, first creation → all Running", n, s.what), "CPU-s", []float64{s.u.total().Seconds() / float64(n)}))
+		cpu := s.u.cpu
+		writes, gets := s.u.requests.perObject(n)
+		r.add(
+			summarize(sc, fmt.Sprintf("%d %s: node CPU time per object, first creation → all Running", n, s.what), "CPU-s", []float64{cpu.total().Seconds() / float64(n)}),
+			summarize(sc, fmt.Sprintf("%d %s: API writes per object (VMIs, pods, events), first creation → all Running", n, s.what), "requests", []float64{writes}),
+			summarize(sc, fmt.Sprintf("%d %s: API GETs per object (VMIs, pods, events), first creation → all Running", n, s.what), "requests", []float64{gets}),
+		)
 		r.note(sc, "CPU while the %d %s started (first creation → all Running, %v; the node's %d CPUs had %.1f CPU-s): %.1f CPU-s, of it %s.",
-			n, s.what, s.u.wall.Round(100*time.Millisecond), runtime.NumCPU(), s.u.wall.Seconds()*float64(runtime.NumCPU()), s.u.total().Seconds(), s.u)
+			n, s.what, cpu.wall.Round(100*time.Millisecond), runtime.NumCPU(), cpu.wall.Seconds()*float64(runtime.NumCPU()), cpu.total().Seconds(), cpu)
+		r.note(sc, "API requests per object while the %d %s started (kube-apiserver's apiserver_request_total, first creation → all Running, all clients): %s.", n, s.what, s.u.requests.breakdown(n))
 	}
 }
 

@@ -34,7 +34,10 @@
 //     runs, from its first creation until all are Running, the node's CPU
 //     time is added up by component (cpuuse.go: every process's times from
 //     /proc, once a second), so the report says what the VMIs' extra time
-//     was spent on. Each burst waits first
+//     was spent on, and the API requests are counted by resource and verb
+//     (apiserver_request_total of kube-apiserver, before and after;
+//     apirequests.go), so it says how many writes and reads each object
+//     cost the API server. Each burst waits first
 //     until containerd holds none of the step before's dead sandboxes (the
 //     kubelet's garbage collection removes them once a minute, all at once,
 //     for seconds of CPU; reap.go), then for a quiet node (every CPU under
