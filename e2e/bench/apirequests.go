@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/prometheus/common/expfmt"
 )
 
 // A burst step also counts the API requests it cost: kube-apiserver's
@@ -42,14 +40,13 @@ func (e *env) apiServerRequests(ctx context.Context) (apiRequests, error) {
 // parseRequests sums apiserver_request_total of a /metrics body by
 // resource and verb, for requestKinds. It is pure.
 func parseRequests(body []byte) (apiRequests, error) {
-	var p expfmt.TextParser
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	fams, err := parseMetrics(body)
 	if err != nil {
 		return nil, fmt.Errorf("parse kube-apiserver metrics: %w", err)
 	}
 	f, ok := fams["apiserver_request_total"]
 	if !ok {
-		return nil, fmt.Errorf("kube-apiserver metrics: no apiserver_request_total")
+		return nil, errors.New("kube-apiserver metrics: no apiserver_request_total")
 	}
 	out := apiRequests{}
 	for _, m := range f.GetMetric() {
@@ -116,45 +113,4 @@ func (a apiRequests) breakdown(n int) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// stepMeter measures one burst step: the node's CPU time and the API
-// requests, from its start until Stop.
-type stepMeter struct {
-	e      *env
-	cpu    *cpuMeter
-	before apiRequests
-}
-
-// stepUse is what one burst step cost.
-type stepUse struct {
-	cpu      cpuUse
-	requests apiRequests
-}
-
-// startStepMeter starts a step's window; off, it measures nothing and
-// Stop returns an empty stepUse.
-func (e *env) startStepMeter(ctx context.Context, on bool) (*stepMeter, error) {
-	if !on {
-		return nil, nil
-	}
-	before, err := e.apiServerRequests(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &stepMeter{e: e, cpu: startCPUMeter(true), before: before}, nil
-}
-
-// Stop ends the window: the CPU meter first, so that reading the API
-// server's metrics is not counted.
-func (m *stepMeter) Stop(ctx context.Context) (stepUse, error) {
-	if m == nil {
-		return stepUse{}, nil
-	}
-	cpu := m.cpu.Stop()
-	after, err := m.e.apiServerRequests(ctx)
-	if err != nil {
-		return stepUse{}, err
-	}
-	return stepUse{cpu: cpu, requests: after.since(m.before)}, nil
 }

@@ -190,3 +190,44 @@ func (e *env) settleBurst(ctx context.Context, reapWait, quietWait time.Duration
 	}
 	return burstSettle{reaped: rp, quiet: q}, nil
 }
+
+// stepMeter measures one burst step: the node's CPU time and the API
+// requests, from its start until Stop.
+type stepMeter struct {
+	e      *env
+	cpu    *cpuMeter
+	before apiRequests
+}
+
+// stepUse is what one burst step cost.
+type stepUse struct {
+	cpu      cpuUse
+	requests apiRequests
+}
+
+// startStepMeter starts a step's window; off, it measures nothing and
+// Stop returns an empty stepUse.
+func (e *env) startStepMeter(ctx context.Context, on bool) (*stepMeter, error) {
+	if !on {
+		return nil, nil
+	}
+	before, err := e.apiServerRequests(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &stepMeter{e: e, cpu: startCPUMeter(true), before: before}, nil
+}
+
+// Stop ends the window: the CPU meter first, so that reading the API
+// server's metrics is not counted.
+func (m *stepMeter) Stop(ctx context.Context) (stepUse, error) {
+	if m == nil {
+		return stepUse{}, nil
+	}
+	cpu := m.cpu.Stop()
+	after, err := m.e.apiServerRequests(ctx)
+	if err != nil {
+		return stepUse{}, err
+	}
+	return stepUse{cpu: cpu, requests: after.since(m.before)}, nil
+}

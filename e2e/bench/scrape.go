@@ -24,12 +24,18 @@ func (e *env) agentMetrics(ctx context.Context, podIP string) (map[string]*dto.M
 	if err != nil {
 		return nil, err
 	}
-	var p expfmt.TextParser
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	fams, err := parseMetrics(body)
 	if err != nil {
 		return nil, fmt.Errorf("agent metrics at %s: %w", podIP, err)
 	}
 	return fams, nil
+}
+
+// parseMetrics parses a /metrics body (Prometheus text format) into its
+// metric families by name. It is pure.
+func parseMetrics(body []byte) (map[string]*dto.MetricFamily, error) {
+	var p expfmt.TextParser
+	return p.TextToMetricFamilies(bytes.NewReader(body))
 }
 
 // scrape GETs the agent's /metrics and returns the body.
