@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -58,17 +59,41 @@ func TestProcessCPUAndRSS_Self(t *testing.T) {
 	}
 }
 
-func TestReadStat_CommWithParens(t *testing.T) {
-	p := t.TempDir() + "/stat"
-	line := "42 (CPU 0/TCG) (x) R 1 1 1 0 -1 0 0 0 0 0 250 50 0 0 20 0 1 0 100 0 0\n"
-	if err := os.WriteFile(p, []byte(line), 0o644); err != nil {
-		t.Fatal(err)
+func TestParseStat(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     stat
+		wantErr  string
+	}{
+		{
+			name: "vCPU thread",
+			in:   "43 (CPU 0/TCG) S 1 1 1 0 -1 0 0 0 0 0 250 50 0 0 20 0 1 0 100 0 0\n",
+			want: stat{comm: "CPU 0/TCG", state: "S", seconds: 3},
+		},
+		{
+			name: "comm with parentheses",
+			in:   "42 (a) (x) R 1 1 1 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 100 0 0\n",
+			want: stat{comm: "a) (x", state: "R", seconds: 0.03},
+		},
+		{name: "no comm", in: "42 a R 1\n", wantErr: "no comm"},
+		{name: "short", in: "42 (a) R 1 1\n", wantErr: "fields"},
+		{name: "bad utime", in: "42 (a) R 1 1 1 0 -1 0 0 0 0 0 x 2 0\n", wantErr: "utime"},
 	}
-	state, secs, err := readStat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if state != "R" || secs != 3 {
-		t.Errorf("readStat = %q, %v; want R, 3", state, secs)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseStat("stat", []byte(tt.in))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseStat error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("parseStat = %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }
