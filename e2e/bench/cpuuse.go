@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"os"
@@ -9,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nodevirt/nodevirt/node/procfs"
 )
 
 // cpuSampleEvery is how often the CPU meter reads every process's times.
@@ -18,43 +19,9 @@ import (
 // plugin runs) is counted as its parent's.
 const cpuSampleEvery = time.Second
 
-// clockTicks is the unit of /proc/<pid>/stat's times (USER_HZ, 100 on
-// every Linux this runs on).
-const clockTicks = 100
-
-// procTimes is what the CPU meter reads of one process.
-type procTimes struct {
-	comm  string
-	ppid  int
-	own   int64 // utime + stime, ticks
-	reap  int64 // cutime + cstime: the children it waited for, ticks
-	start int64 // starttime: tells a reused pid apart
-}
-
-// parseStat reads /proc/<pid>/stat's fields the meter needs. The command
-// name is in parentheses and may itself hold spaces and parentheses, so
-// the fields are counted from the last ')'.
-func parseStat(b []byte) (procTimes, error) {
-	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-	if open < 0 || end < open {
-		return procTimes{}, fmt.Errorf("stat %q: no command name", b)
-	}
-	f := strings.Fields(string(b[end+1:]))
-	// f[0] is field 3 (state); ppid is field 4, utime..cstime 14..17,
-	// starttime 22.
-	if len(f) < 20 {
-		return procTimes{}, fmt.Errorf("stat %q: %d fields after the name", b, len(f))
-	}
-	var n [6]int64
-	for i, k := range []int{1, 11, 12, 13, 14, 19} {
-		v, err := strconv.ParseInt(f[k], 10, 64)
-		if err != nil {
-			return procTimes{}, fmt.Errorf("stat field %d: %w", k+3, err)
-		}
-		n[i] = v
-	}
-	return procTimes{comm: string(b[open+1 : end]), ppid: int(n[0]), own: n[1] + n[2], reap: n[3] + n[4], start: n[5]}, nil
-}
+// ticksOf is the CPU time of a process and of the children it waited
+// for, in clock ticks (procfs.ClockTicks per second).
+func ticksOf(s procfs.Stat) int64 { return int64(s.UTime + s.STime + s.CUTime + s.CSTime) }
 
 // component names the part of the node a process belongs to, by its
 // command name (which the kernel cuts to 15 bytes).
@@ -139,26 +106,26 @@ func (m *cpuMeter) run() {
 		}
 		cur := readProcs()
 		for pid, p := range cur {
-			if was, ok := prev[pid]; ok && was.start == p.start {
-				ticks[p.comm] += p.own + p.reap - was.own - was.reap
+			if was, ok := prev[pid]; ok && was.StartTime == p.StartTime {
+				ticks[p.Comm] += ticksOf(p) - ticksOf(was)
 			} else {
-				ticks[p.comm] += p.own + p.reap // born in the window
+				ticks[p.Comm] += ticksOf(p) // born in the window
 			}
 		}
 		for pid, was := range prev {
-			if p, ok := cur[pid]; ok && p.start == was.start {
+			if p, ok := cur[pid]; ok && p.StartTime == was.StartTime {
 				continue
 			}
 			// Ended: its parent's reaped time now holds all of it.
-			if parent, ok := cur[was.ppid]; ok {
-				ticks[parent.comm] -= was.own + was.reap
+			if parent, ok := cur[was.PPID]; ok {
+				ticks[parent.Comm] -= ticksOf(was)
 			}
 		}
 		prev = cur
 	}
 	u := cpuUse{wall: time.Since(began), byComp: map[string]time.Duration{}, byComm: map[string]time.Duration{}}
 	for comm, n := range ticks {
-		d := time.Duration(n) * time.Second / clockTicks
+		d := time.Duration(n) * time.Second / procfs.ClockTicks
 		u.byComm[comm] = d
 		u.byComp[component(comm)] += d
 	}
@@ -167,8 +134,8 @@ func (m *cpuMeter) run() {
 
 // readProcs reads every process's times; a process that ends while it
 // is read is left out.
-func readProcs() map[int]procTimes {
-	out := map[int]procTimes{}
+func readProcs() map[int]procfs.Stat {
+	out := map[int]procfs.Stat{}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return out
@@ -178,11 +145,7 @@ func readProcs() map[int]procTimes {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		if p, err := parseStat(b); err == nil {
+		if p, err := procfs.ReadStat("/proc/" + e.Name() + "/stat"); err == nil {
 			out[pid] = p
 		}
 	}

@@ -8,25 +8,6 @@ import (
 	"time"
 )
 
-func TestParseStat(t *testing.T) {
-	// A command name with a space and a parenthesis, as the kernel
-	// writes it.
-	line := "4242 (runc:[2:INIT) x) S 17 4242 4242 0 -1 4194560 120 0 0 0 7 5 3 2 20 0 1 0 98765 1000 10 18446744073709551615"
-	got, err := parseStat([]byte(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := procTimes{comm: "runc:[2:INIT) x", ppid: 17, own: 12, reap: 5, start: 98765}
-	if got != want {
-		t.Errorf("parseStat = %+v, want %+v", got, want)
-	}
-	for _, bad := range []string{"", "12 no name", "1 (x) S 1 2"} {
-		if _, err := parseStat([]byte(bad)); err == nil {
-			t.Errorf("parseStat(%q) succeeded", bad)
-		}
-	}
-}
-
 func TestComponent(t *testing.T) {
 	for comm, want := range map[string]string{
 		"kube-apiserver":  "kube-apiserver",

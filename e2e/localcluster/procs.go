@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/nodevirt/nodevirt/node/procfs"
 )
 
 // Process is one host process of a pod.
@@ -40,16 +42,11 @@ func PodProcesses(podUID string) ([]Process, error) {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join(d, "stat"))
-		if err != nil {
-			continue
+		st, err := procfs.ReadStat(filepath.Join(d, "stat"))
+		if err != nil || st.State == "Z" {
+			continue // gone meanwhile, or a zombie
 		}
-		// comm is in parentheses and may contain spaces; the state follows.
-		open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
-		if open < 0 || end < open || len(stat) < end+3 || stat[end+2] == 'Z' {
-			continue
-		}
-		out = append(out, Process{PID: pid, Comm: string(stat[open+1 : end])})
+		out = append(out, Process{PID: pid, Comm: st.Comm})
 	}
 	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodevirt/nodevirt/e2e/localcluster"
 	"github.com/nodevirt/nodevirt/hack/testenv"
+	"github.com/nodevirt/nodevirt/node/procfs"
 )
 
 // Processes are found from the host: every node of the local cluster runs
@@ -89,15 +90,8 @@ func cmdline(pid int) []string {
 }
 
 func isZombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] == 'Z'
-	}
-	return false
+	st, err := procfs.ReadStat(fmt.Sprintf("/proc/%d/stat", pid))
+	return err != nil || st.State == "Z"
 }
 
 func processAlive(pid int) bool { return syscall.Kill(pid, 0) == nil && !isZombie(pid) }

@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/node/agent"
 	"github.com/nodevirt/nodevirt/node/agent/agenttest"
+	"github.com/nodevirt/nodevirt/node/procfs"
 	"github.com/nodevirt/nodevirt/qmp"
 )
 
@@ -70,21 +70,15 @@ func TestConformance_Processes(t *testing.T) {
 // or reaped: no waiting needed to tell.
 func killed(t *testing.T, pid int) bool {
 	t.Helper()
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := procfs.ReadStat(fmt.Sprintf("/proc/%d/stat", pid))
 	if errors.Is(err, fs.ErrNotExist) {
 		return true
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Fields after the command name: state (3) ... flags (9).
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	flags, err := strconv.ParseUint(f[6], 10, 64)
-	if err != nil {
-		t.Fatalf("flags of %d: %v", pid, err)
-	}
 	const pfExiting = 0x4
-	if f[0] == "Z" || f[0] == "X" || flags&pfExiting != 0 {
+	if st.State == "Z" || st.State == "X" || st.Flags&pfExiting != 0 {
 		return true
 	}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

@@ -1,16 +1,15 @@
 package agent
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nodevirt/nodevirt/node/procfs"
 	"github.com/nodevirt/nodevirt/store"
 )
 
@@ -53,28 +52,13 @@ func alive(p store.Process) bool {
 	return err == nil && st == p.StartTime
 }
 
-// startTime is field 22 of /proc/<pid>/stat (clock ticks after boot).
+// startTime is the start time of process pid (clock ticks after boot).
 func startTime(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := procfs.ReadStat(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, fmt.Errorf("process %d: %w", pid, err)
 	}
-	// The command name (field 2) may contain spaces and parentheses: the
-	// fields after it start after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("process %d: malformed stat", pid)
-	}
-	fields := strings.Fields(string(b[i+1:]))
-	// fields[0] is field 3 (state), so field 22 is fields[19].
-	if len(fields) < 20 {
-		return 0, fmt.Errorf("process %d: short stat", pid)
-	}
-	v, err := strconv.ParseUint(fields[19], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("process %d: start time: %w", pid, err)
-	}
-	return v, nil
+	return st.StartTime, nil
 }
 
 // bootID is the kernel's boot ID, read once: it cannot change while this

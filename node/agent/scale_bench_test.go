@@ -1,14 +1,12 @@
 package agent_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/hack/testenv"
+	"github.com/nodevirt/nodevirt/node/procfs"
 )
 
 // TestScale_BurstAndRestart measures the agent with many VMs (env
@@ -235,15 +234,9 @@ func (h *harness) tryScrape() (map[string]*dto.MetricFamily, error) {
 // cpuTime is the user and system CPU time process pid used so far.
 func cpuTime(t *testing.T, pid int) time.Duration {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := procfs.ReadStat(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Fields after the command (in parentheses, may hold spaces): state
-	// is field 3, utime and stime are fields 14 and 15, in clock ticks
-	// (USER_HZ, 100 on Linux).
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	ut, _ := strconv.Atoi(f[11])
-	st, _ := strconv.Atoi(f[12])
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	return time.Duration(st.UTime+st.STime) * time.Second / procfs.ClockTicks
 }

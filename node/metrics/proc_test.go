@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"os"
-	"strings"
 	"testing"
 	"time"
 )
@@ -56,44 +55,5 @@ func TestProcessCPUAndRSS_Self(t *testing.T) {
 	}
 	if rss < 1<<20 {
 		t.Errorf("RSS = %d, want > 1 MiB", rss)
-	}
-}
-
-func TestParseStat(t *testing.T) {
-	tests := []struct {
-		name, in string
-		want     stat
-		wantErr  string
-	}{
-		{
-			name: "vCPU thread",
-			in:   "43 (CPU 0/TCG) S 1 1 1 0 -1 0 0 0 0 0 250 50 0 0 20 0 1 0 100 0 0\n",
-			want: stat{comm: "CPU 0/TCG", state: "S", seconds: 3},
-		},
-		{
-			name: "comm with parentheses",
-			in:   "42 (a) (x) R 1 1 1 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 100 0 0\n",
-			want: stat{comm: "a) (x", state: "R", seconds: 0.03},
-		},
-		{name: "no comm", in: "42 a R 1\n", wantErr: "no comm"},
-		{name: "short", in: "42 (a) R 1 1\n", wantErr: "fields"},
-		{name: "bad utime", in: "42 (a) R 1 1 1 0 -1 0 0 0 0 0 x 2 0\n", wantErr: "utime"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseStat("stat", []byte(tt.in))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("parseStat error = %v, want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tt.want {
-				t.Errorf("parseStat = %+v, want %+v", got, tt.want)
-			}
-		})
 	}
 }
