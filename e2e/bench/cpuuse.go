@@ -3,13 +3,11 @@ package main
 import (
 	"cmp"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/nodevirt/nodevirt/node/procfs"
+	"github.com/prometheus/procfs"
 )
 
 // cpuSampleEvery is how often the CPU meter reads every process's times.
@@ -19,9 +17,13 @@ import (
 // plugin runs) is counted as its parent's.
 const cpuSampleEvery = time.Second
 
+// clockTicks is the unit of /proc/<pid>/stat's times (USER_HZ, 100 on
+// every Linux this runs on).
+const clockTicks = 100
+
 // ticksOf is the CPU time of a process and of the children it waited
-// for, in clock ticks (procfs.ClockTicks per second).
-func ticksOf(s procfs.Stat) int64 { return int64(s.UTime + s.STime + s.CUTime + s.CSTime) }
+// for, in clock ticks.
+func ticksOf(s procfs.ProcStat) int64 { return int64(s.UTime+s.STime) + int64(s.CUTime+s.CSTime) }
 
 // component names the part of the node a process belongs to, by its
 // command name (which the kernel cuts to 15 bytes).
@@ -106,14 +108,14 @@ func (m *cpuMeter) run() {
 		}
 		cur := readProcs()
 		for pid, p := range cur {
-			if was, ok := prev[pid]; ok && was.StartTime == p.StartTime {
+			if was, ok := prev[pid]; ok && was.Starttime == p.Starttime {
 				ticks[p.Comm] += ticksOf(p) - ticksOf(was)
 			} else {
 				ticks[p.Comm] += ticksOf(p) // born in the window
 			}
 		}
 		for pid, was := range prev {
-			if p, ok := cur[pid]; ok && p.StartTime == was.StartTime {
+			if p, ok := cur[pid]; ok && p.Starttime == was.Starttime {
 				continue
 			}
 			// Ended: its parent's reaped time now holds all of it.
@@ -125,7 +127,7 @@ func (m *cpuMeter) run() {
 	}
 	u := cpuUse{wall: time.Since(began), byComp: map[string]time.Duration{}, byComm: map[string]time.Duration{}}
 	for comm, n := range ticks {
-		d := time.Duration(n) * time.Second / procfs.ClockTicks
+		d := time.Duration(n) * time.Second / clockTicks
 		u.byComm[comm] = d
 		u.byComp[component(comm)] += d
 	}
@@ -134,19 +136,15 @@ func (m *cpuMeter) run() {
 
 // readProcs reads every process's times; a process that ends while it
 // is read is left out.
-func readProcs() map[int]procfs.Stat {
-	out := map[int]procfs.Stat{}
-	ents, err := os.ReadDir("/proc")
+func readProcs() map[int]procfs.ProcStat {
+	out := map[int]procfs.ProcStat{}
+	procs, err := procfs.AllProcs()
 	if err != nil {
 		return out
 	}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if p, err := procfs.ReadStat("/proc/" + e.Name() + "/stat"); err == nil {
-			out[pid] = p
+	for _, p := range procs {
+		if s, err := p.Stat(); err == nil {
+			out[p.PID] = s
 		}
 	}
 	return out

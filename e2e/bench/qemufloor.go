@@ -9,7 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodevirt/nodevirt/node/procfs"
+	"github.com/prometheus/procfs"
+
 	"github.com/nodevirt/nodevirt/node/unixsock"
 	"github.com/nodevirt/nodevirt/qmp"
 )
@@ -117,9 +118,13 @@ func askAndQuit(ctx context.Context, sock string, pid int) (time.Duration, error
 // in /proc's clock ticks, as the CPU meter (cpuuse.go) counts the bursts':
 // a floor measured another way would not compare.
 func processCPUTime(pid int) (time.Duration, error) {
-	st, err := procfs.ReadStat(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("process %d: %w", pid, err)
 	}
-	return time.Duration(st.UTime+st.STime) * time.Second / procfs.ClockTicks, nil
+	st, err := p.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("process %d stat: %w", pid, err)
+	}
+	return time.Duration(st.UTime+st.STime) * time.Second / clockTicks, nil
 }

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nodevirt/nodevirt/node/procfs"
+	"github.com/prometheus/procfs"
 )
 
 // Process is one host process of a pod.
@@ -42,7 +42,11 @@ func PodProcesses(podUID string) ([]Process, error) {
 		if err != nil {
 			continue
 		}
-		st, err := procfs.ReadStat(filepath.Join(d, "stat"))
+		p, err := procfs.NewProc(pid)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		st, err := p.Stat()
 		if err != nil || st.State == "Z" {
 			continue // gone meanwhile, or a zombie
 		}

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodevirt/nodevirt/e2e/localcluster"
 	"github.com/nodevirt/nodevirt/hack/testenv"
-	"github.com/nodevirt/nodevirt/node/procfs"
 )
 
 // Processes are found from the host: every node of the local cluster runs
@@ -90,7 +90,11 @@ func cmdline(pid int) []string {
 }
 
 func isZombie(pid int) bool {
-	st, err := procfs.ReadStat(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return true
+	}
+	st, err := p.Stat()
 	return err != nil || st.State == "Z"
 }
 

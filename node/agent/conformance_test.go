@@ -16,10 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
+
 	"github.com/nodevirt/nodevirt/hack/testenv"
 	"github.com/nodevirt/nodevirt/node/agent"
 	"github.com/nodevirt/nodevirt/node/agent/agenttest"
-	"github.com/nodevirt/nodevirt/node/procfs"
 	"github.com/nodevirt/nodevirt/qmp"
 )
 
@@ -70,7 +71,14 @@ func TestConformance_Processes(t *testing.T) {
 // or reaped: no waiting needed to tell.
 func killed(t *testing.T, pid int) bool {
 	t.Helper()
-	st, err := procfs.ReadStat(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.Stat()
 	if errors.Is(err, fs.ErrNotExist) {
 		return true
 	}

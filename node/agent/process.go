@@ -7,9 +7,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 
-	"github.com/nodevirt/nodevirt/node/procfs"
 	"github.com/nodevirt/nodevirt/store"
 )
 
@@ -54,11 +54,15 @@ func alive(p store.Process) bool {
 
 // startTime is the start time of process pid (clock ticks after boot).
 func startTime(pid int) (uint64, error) {
-	st, err := procfs.ReadStat(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0, fmt.Errorf("process %d: %w", pid, err)
 	}
-	return st.StartTime, nil
+	st, err := p.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("process %d stat: %w", pid, err)
+	}
+	return st.Starttime, nil
 }
 
 // bootID is the kernel's boot ID, read once: it cannot change while this

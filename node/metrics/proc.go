@@ -7,25 +7,32 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nodevirt/nodevirt/node/procfs"
+	"github.com/prometheus/procfs"
 )
 
 // ProcessCPU reads the CPU time of the process pid and of its vCPU threads
 // (QEMU names them "CPU <n>/KVM" or "CPU <n>/TCG") from procRoot (/proc).
 func ProcessCPU(procRoot string, pid int) (CPU, error) {
-	dir := filepath.Join(procRoot, strconv.Itoa(pid))
-	st, err := procfs.ReadStat(filepath.Join(dir, "stat"))
+	fs, err := procfs.NewFS(procRoot)
 	if err != nil {
-		return CPU{}, err
+		return CPU{}, fmt.Errorf("proc file system %s: %w", procRoot, err)
 	}
-	cpu := CPU{UsageSeconds: st.Seconds()}
-	tasks, err := os.ReadDir(filepath.Join(dir, "task"))
+	p, err := fs.Proc(pid)
+	if err != nil {
+		return CPU{}, fmt.Errorf("process %d: %w", pid, err)
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return CPU{}, fmt.Errorf("process %d stat: %w", pid, err)
+	}
+	cpu := CPU{UsageSeconds: st.CPUTime()}
+	threads, err := fs.AllThreads(pid)
 	if err != nil {
 		return CPU{}, fmt.Errorf("process %d threads: %w", pid, err)
 	}
-	for _, t := range tasks {
+	for _, t := range threads {
 		// A thread's stat holds its comm too: one read per thread.
-		st, err := procfs.ReadStat(filepath.Join(dir, "task", t.Name(), "stat"))
+		st, err := t.Stat()
 		if err != nil {
 			continue // the thread ended
 		}
@@ -37,7 +44,7 @@ func ProcessCPU(procRoot string, pid int) (CPU, error) {
 		if st.State == "R" {
 			state = "running"
 		}
-		cpu.VCPUs = append(cpu.VCPUs, VCPU{ID: id, State: state, Seconds: st.Seconds()})
+		cpu.VCPUs = append(cpu.VCPUs, VCPU{ID: id, State: state, Seconds: st.CPUTime()})
 	}
 	return cpu, nil
 }
