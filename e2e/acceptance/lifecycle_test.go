@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/e2e/localcluster"
 	"github.com/nodevirt/nodevirt/hack/testenv"
 )
 
@@ -200,7 +201,7 @@ func testGracePeriod(t *testing.T, s *suite) {
 	deleted := time.Now()
 	s.kubectl(t, nil, "delete", "vmi", "-n", namespace, name, "--wait=false")
 	testenv.Eventually(t, time.Until(deleted.Add(30*time.Second)), fmt.Sprintf("QEMU %d to exit within 30 s of the deletion", pid),
-		func() bool { return !processAlive(pid) })
+		func() bool { return !localcluster.ProcessAlive(pid) })
 	took := time.Since(deleted)
 	t.Logf("QEMU stopped %v after deletion (grace period 5 s)", took.Round(10*time.Millisecond))
 	if took < 4*time.Second || took > 12*time.Second {
@@ -223,20 +224,6 @@ func testGracePeriod(t *testing.T, s *suite) {
 	if qemuPid(name) != 0 {
 		t.Errorf("a QEMU for %s is left", name)
 	}
-}
-
-func processAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// A zombie has exited.
-	for i := len(b) - 1; i > 0; i-- {
-		if b[i] == ')' {
-			return i+2 < len(b) && b[i+2] != 'Z'
-		}
-	}
-	return true
 }
 
 // vmiWatch records the phases one VMI goes through, including its last

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/procfs"
-
+	"github.com/nodevirt/nodevirt/node/metrics"
 	"github.com/nodevirt/nodevirt/node/unixsock"
 	"github.com/nodevirt/nodevirt/qmp"
 )
@@ -118,13 +117,9 @@ func askAndQuit(ctx context.Context, sock string, pid int) (time.Duration, error
 // in /proc's clock ticks, as the CPU meter (cpuuse.go) counts the bursts':
 // a floor measured another way would not compare.
 func processCPUTime(pid int) (time.Duration, error) {
-	p, err := procfs.NewProc(pid)
+	cpu, err := metrics.ProcessCPU("/proc", pid)
 	if err != nil {
-		return 0, fmt.Errorf("process %d: %w", pid, err)
+		return 0, err
 	}
-	st, err := p.Stat()
-	if err != nil {
-		return 0, fmt.Errorf("process %d stat: %w", pid, err)
-	}
-	return time.Duration(st.UTime+st.STime) * time.Second / clockTicks, nil
+	return time.Duration(cpu.UsageSeconds * float64(time.Second)).Round(time.Millisecond), nil
 }

@@ -213,7 +213,7 @@ func restartKubelet(t *testing.T, ctx context.Context, c *localcluster.Cluster, 
 		t.Fatalf("kill %s (%d): %v", name, pid, err)
 	}
 	testenv.Eventually(t, within(ctx, 30*time.Second), fmt.Sprintf("%s (%d) to die of SIGKILL", name, pid), func() bool {
-		return syscall.Kill(pid, 0) != nil || isZombie(pid)
+		return !localcluster.ProcessAlive(pid)
 	})
 	sh := exec.CommandContext(ctx, "sh", append([]string{"-c", `setsid "$@" </dev/null >>"$LOG" 2>&1 & echo $!`, "sh"}, args...)...)
 	sh.Env = append(os.Environ(), "LOG="+filepath.Join(c.Dir, "logs", name+".log"))
@@ -225,15 +225,6 @@ func restartKubelet(t *testing.T, ctx context.Context, c *localcluster.Cluster, 
 		t.Fatal(err)
 	}
 	t.Logf("restarted %s: pid %d -> %s", name, pid, strings.TrimSpace(string(out)))
-}
-
-func isZombie(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	_, rest, _ := strings.Cut(string(stat), ") ")
-	return strings.HasPrefix(rest, "Z")
 }
 
 // localCluster returns the running local cluster (with this checkout's

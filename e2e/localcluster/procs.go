@@ -55,6 +55,17 @@ func PodProcesses(podUID string) ([]Process, error) {
 	return out, nil
 }
 
+// ProcessAlive reports whether process pid exists and has not exited: a
+// zombie (exited, not yet reaped by its parent) counts as gone.
+func ProcessAlive(pid int) bool {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return false
+	}
+	st, err := p.Stat()
+	return err == nil && st.State != "Z"
+}
+
 // PodProcess returns the pid of the process named comm in pod uid.
 func PodProcess(podUID, comm string) (int, error) {
 	ps, err := PodProcesses(podUID)

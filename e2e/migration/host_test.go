@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/procfs"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodevirt/nodevirt/e2e/localcluster"
@@ -34,7 +33,7 @@ func (s *suite) qemuProcs(name string) []qemuProc {
 	var found []qemuProc
 	for _, pid := range pids() {
 		args := cmdline(pid)
-		if len(args) == 0 || !strings.Contains(filepath.Base(args[0]), "qemu-system") || isZombie(pid) {
+		if len(args) == 0 || !strings.Contains(filepath.Base(args[0]), "qemu-system") || !localcluster.ProcessAlive(pid) {
 			continue
 		}
 		for _, a := range args {
@@ -89,17 +88,6 @@ func cmdline(pid int) []string {
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 }
 
-func isZombie(pid int) bool {
-	p, err := procfs.NewProc(pid)
-	if err != nil {
-		return true
-	}
-	st, err := p.Stat()
-	return err != nil || st.State == "Z"
-}
-
-func processAlive(pid int) bool { return syscall.Kill(pid, 0) == nil && !isZombie(pid) }
-
 // agentPod returns the agent pod on node.
 func (s *suite) agentPod(t *testing.T, node string) corev1.Pod {
 	t.Helper()
@@ -148,7 +136,7 @@ func (s *suite) killAgent(t *testing.T, node string) (waitBack func()) {
 		t.Fatalf("SIGKILL agent %d on %s: %v", pid, node, err)
 	}
 	killed := time.Now()
-	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("agent %d on %s to die", pid, node), func() bool { return !processAlive(pid) })
+	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("agent %d on %s to die", pid, node), func() bool { return !localcluster.ProcessAlive(pid) })
 	t.Logf("SIGKILLed the agent on %s (host pid %d, pod %s)", node, pid, pod.Name)
 	return func() {
 		t.Helper()

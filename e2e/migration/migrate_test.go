@@ -220,7 +220,7 @@ func (s *suite) checkNotRebooted(t *testing.T, node, name, pod string, upBefore 
 func (s *suite) checkSourceGone(t *testing.T, name, uid, node, pod string, qemuPid int) {
 	t.Helper()
 	testenv.Eventually(t, time.Minute, fmt.Sprintf("source QEMU %d of %s on %s gone", qemuPid, name, node), func() bool {
-		return !processAlive(qemuPid)
+		return !localcluster.ProcessAlive(qemuPid)
 	})
 	var podUID string
 	if p, err := s.kube.CoreV1().Pods(namespace).Get(t.Context(), pod, metav1.GetOptions{}); err == nil {

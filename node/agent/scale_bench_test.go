@@ -13,11 +13,11 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/procfs"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
 	"github.com/nodevirt/nodevirt/hack/testenv"
+	"github.com/nodevirt/nodevirt/node/metrics"
 )
 
 // TestScale_BurstAndRestart measures the agent with many VMs (env
@@ -234,13 +234,9 @@ func (h *harness) tryScrape() (map[string]*dto.MetricFamily, error) {
 // cpuTime is the user and system CPU time process pid used so far.
 func cpuTime(t *testing.T, pid int) time.Duration {
 	t.Helper()
-	p, err := procfs.NewProc(pid)
+	cpu, err := metrics.ProcessCPU("/proc", pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := p.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(st.CPUTime() * float64(time.Second))
+	return time.Duration(cpu.UsageSeconds * float64(time.Second))
 }
