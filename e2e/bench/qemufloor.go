@@ -60,20 +60,21 @@ func qemuStartOnce(ctx context.Context, sock string) (time.Duration, error) {
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
-	// A QEMU that exits on its own ends the wait for its socket.
-	exited := make(chan error, 1)
-	askCtx, stopAsking := context.WithCancel(ctx)
-	go func() { exited <- cmd.Wait(); stopAsking() }()
-	cpu, asked := askAndQuit(askCtx, sock, cmd.Process.Pid)
+	// A QEMU that exits on its own ends the wait for its socket. Only
+	// that wait: once connected, its exit closes the connection, and a
+	// QEMU that exits on quit must not cancel the reading of the answer.
+	var err error
+	exited := make(chan struct{})
+	go func() { err = cmd.Wait(); close(exited) }()
+	cpu, asked := askAndQuit(ctx, sock, cmd.Process.Pid, exited)
 	if asked != nil {
 		_ = cmd.Process.Kill() // our child, by its pid
 	}
-	var err error
 	select {
-	case err = <-exited:
+	case <-exited:
 	case <-ctx.Done():
 		_ = cmd.Process.Kill()
-		err = <-exited
+		<-exited
 	}
 	switch {
 	case asked != nil:
@@ -85,8 +86,9 @@ func qemuStartOnce(ctx context.Context, sock string) (time.Duration, error) {
 }
 
 // askAndQuit waits for QEMU's QMP socket, asks query-status, reads the
-// CPU time process pid has used by then, and sends quit.
-func askAndQuit(ctx context.Context, sock string, pid int) (time.Duration, error) {
+// CPU time process pid has used by then, and sends quit. It stops waiting
+// for the socket when exited is closed.
+func askAndQuit(ctx context.Context, sock string, pid int, exited <-chan struct{}) (time.Duration, error) {
 	// QEMU listens once its machine is built: until then the socket is
 	// missing or refuses.
 	nc, err := unixsock.Dial(ctx, sock)
@@ -94,6 +96,8 @@ func askAndQuit(ctx context.Context, sock string, pid int) (time.Duration, error
 		select {
 		case <-ctx.Done():
 			return 0, fmt.Errorf("dial %s: %w", sock, err)
+		case <-exited:
+			return 0, fmt.Errorf("dial %s: QEMU exited: %w", sock, err)
 		case <-time.After(time.Millisecond):
 		}
 		nc, err = unixsock.Dial(ctx, sock)
