@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 )
 
@@ -43,29 +41,11 @@ func (e *env) barePod(name string) *corev1.Pod {
 // barePodLabel.
 func floorPodBurst(ctx context.Context, e *env, prefix string, n int, interval time.Duration, newPod func(name string) *corev1.Pod, meter bool) ([]time.Duration, stepUse, error) {
 	pods := e.kube.CoreV1().Pods(benchNamespace)
-	sel := metav1.ListOptions{LabelSelector: barePodLabel + "=true"}
-	w, err := pods.Watch(ctx, sel)
+	running, err := watchPodRunning(ctx, e.kube, barePodLabel+"=true", podName)
 	if err != nil {
-		return nil, stepUse{}, fmt.Errorf("watch floor pods: %w", err)
+		return nil, stepUse{}, err
 	}
-	defer w.Stop()
-	var mu sync.Mutex
-	running := map[string]time.Time{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type == watch.Deleted || pod.Status.Phase != corev1.PodRunning {
-				continue
-			}
-			mu.Lock()
-			if _, seen := running[pod.Name]; !seen {
-				running[pod.Name] = time.Now()
-			}
-			mu.Unlock()
-		}
-	}()
+	defer running.stop()
 	created := map[string]time.Time{}
 	use, err := e.startStepMeter(ctx, meter)
 	if err != nil {
@@ -83,9 +63,7 @@ func floorPodBurst(ctx context.Context, e *env, prefix string, n int, interval t
 		}
 	}
 	err = poll(ctx, 10*time.Minute, 100*time.Millisecond, fmt.Sprintf("%d %s pods Running", n, prefix), func() (bool, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(running) >= n, nil
+		return running.count() >= n, nil
 	})
 	if err != nil {
 		_, _ = use.Stop(ctx)
@@ -95,11 +73,10 @@ func floorPodBurst(ctx context.Context, e *env, prefix string, n int, interval t
 	if err != nil {
 		return nil, stepUse{}, err
 	}
-	w.Stop()
-	<-done
 	out := make([]time.Duration, 0, n)
 	for name, at := range created {
-		out = append(out, running[name].Sub(at))
+		run, _ := running.at(name)
+		out = append(out, run.Sub(at))
 	}
 	return out, used, e.deleteFloorPods(ctx)
 }

@@ -55,6 +55,11 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 	if err != nil {
 		return err
 	}
+	launchers, err := watchPodRunning(ctx, e.kube, v1.AppLabel+"="+v1.LauncherAppValue, ownerVMI)
+	if err != nil {
+		return err
+	}
+	defer launchers.stop()
 	meter, err := e.startStepMeter(ctx, true)
 	if err != nil {
 		return err
@@ -79,7 +84,15 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 		return err
 	}
 	all := time.Since(first)
-	var scheduling, scheduled, running, started []time.Duration
+	// The kubelet may report a launcher pod running after the agent
+	// wrote its VMI's Running.
+	err = poll(ctx, 5*time.Minute, 100*time.Millisecond, fmt.Sprintf("%d launcher pods Running", n), func() (bool, error) {
+		return launchers.count() >= n, nil
+	})
+	if err != nil {
+		return err
+	}
+	var scheduling, scheduled, running, started, afterPod []time.Duration
 	var last time.Time
 	takenOver := 0
 	for name, at := range created {
@@ -99,6 +112,9 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 			takenOver++ // Scheduling → Running (node/agent/prelaunch.go)
 		}
 		running = append(running, run.Sub(at))
+		if pod, ok := launchers.at(name); ok {
+			afterPod = append(afterPod, run.Sub(pod))
+		}
 		if run.After(last) {
 			last = run
 		}
@@ -118,6 +134,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 		summarize(sc, fmt.Sprintf("%d VMIs: creation → Scheduling (the controller created the launcher pod)", n), "s", seconds(scheduling)),
 		summarize(sc, fmt.Sprintf("%d VMIs: share the agent took over, Running before the controller's Scheduled", n), "%",
 			[]float64{100 * float64(takenOver) / float64(n)}),
+		summarize(sc, fmt.Sprintf("%d VMIs: launcher pod Running → VMI Running, every VMI (what the agent had left once the kubelet reported the pod running; below 0 where it was first)", n), "s", seconds(afterPod)),
 		summarize(sc, fmt.Sprintf("%d VMIs: first creation → all Running", n), "s", []float64{last.Sub(first).Seconds()}),
 		summarize(sc, fmt.Sprintf("%d VMIs: agent syncs per VMI, first creation → all Running", n), "syncs",
 			[]float64{float64(syncs1-syncs0) / float64(n)}),
@@ -180,7 +197,7 @@ func reportBurstUse(r *Report, sc string, n int, interval time.Duration, bare, s
 // burstNotes says what every burst measures.
 func burstNotes(r *Report) {
 	const sc = "burst"
-	r.note(sc, "Where the time goes: creation → Scheduling is the controller, Scheduling → Scheduled the scheduler and the kubelet starting the pod (the launcher pod shape above says how many containers; on this machine the pods' container starts share 2 cores), Scheduled → Running the agent. The agent starts a VMI (network, QEMU, QMP) as soon as its launcher answers in the pod, before the kubelet reported the pod running, and once QEMU runs it takes the VMI over, writing Running (with the node and the Scheduled timestamp) without waiting for the controller's Scheduled (node/agent/prelaunch.go); the share it took over says how often it was first. For the VMIs the controller scheduled first, Scheduled → Running is what was left of the start once the pod was reported running, plus the status write. The launcher-shaped pods split the VMIs' ratio over the bare pods in two: theirs over the bare pods is what the launcher pod's shape costs the kubelet, containerd and the device plugin; the VMIs' over theirs is the VM's own start (controller, agent, QEMU, the VMI's API writes) on the same cores.")
+	r.note(sc, "Where the time goes: creation → Scheduling is the controller, Scheduling → Scheduled the scheduler and the kubelet starting the pod (the launcher pod shape above says how many containers; on this machine the pods' container starts share 2 cores), Scheduled → Running the agent. The agent starts a VMI (network, QEMU, QMP) as soon as its launcher answers in the pod, before the kubelet reported the pod running, and once QEMU runs it takes the VMI over, writing Running (with the node and the Scheduled timestamp) without waiting for the controller's Scheduled (node/agent/prelaunch.go); the share it took over says how often it was first. For the VMIs the controller scheduled first, Scheduled → Running is what was left of the start once the pod was reported running, plus the status write; launcher pod Running → VMI Running is the same for every VMI, from this client's watch of the launcher pods (phase Running as the kubelet reported it), so it is not biased towards the VMIs the agent was last on. The launcher-shaped pods split the VMIs' ratio over the bare pods in two: theirs over the bare pods is what the launcher pod's shape costs the kubelet, containerd and the device plugin; the VMIs' over theirs is the VM's own start (controller, agent, QEMU, the VMI's API writes) on the same cores.")
 	r.note(sc, "Agent timeline: the agent's own record of each VMI's start (nodectl timeline), from the VMI's creation by this client: Adopted (the agent took the VMI), NetworkAllocated (intent recorded), NetworkReady (tap, bridge, nftables, DHCP in the pod), Launching (spec sent to the launcher), Attached (QMP connected to the running QEMU), then Running as this client's VMI watch saw it (the agent's status write).")
 	r.note(sc, "VMIs: startStrategy Paused, containerDisk (the test guest's disk image), masquerade NIC, 64 MiB guest memory, CPU request 5m (the default 100m per vCPU fits only 16 such pods on this 2-core node).")
 }

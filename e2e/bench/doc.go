@@ -26,7 +26,9 @@
 //     Once more after the restart scenario, on the first of the burst's 100
 //     VMIs (unpaused and booted first) with the other 99 on the node.
 //   - burst:      50, then 100 VMIs (startStrategy Paused) created 100 ms
-//     apart: creation → Running per VMI, and until all are Running; before
+//     apart: creation → Running per VMI, and until all are Running; launcher
+//     pod Running (the kubelet's report, podrunning.go) → VMI Running per
+//     VMI, the agent's part under the burst; before
 //     each, as many bare pods the same way (the floor), then as many
 //     launcher-shaped pods (a burst VMI's launcher pod as the controller
 //     renders it, without the VMI: the pod shape's share of the start), and
