@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/vmi"
 )
 
 // burstPrefix names the burst's VMIs (vmiName).
@@ -55,7 +56,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 	if err != nil {
 		return err
 	}
-	launchers, err := watchPodRunning(ctx, e.kube, v1.AppLabel+"="+v1.LauncherAppValue, ownerVMI)
+	launchers, err := watchPodRunning(ctx, e.kube, vmi.LauncherSelector, vmi.VMIKeyOfPod)
 	if err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 			takenOver++ // Scheduling → Running (node/agent/prelaunch.go)
 		}
 		running = append(running, run.Sub(at))
-		if pod, ok := launchers.at(name); ok {
+		if pod, ok := launchers.at(benchNamespace + "/" + name); ok {
 			afterPod = append(afterPod, run.Sub(pod))
 		}
 		if run.After(last) {

@@ -13,8 +13,8 @@ import (
 )
 
 // podRunning records when this client's watch first saw each of a set of
-// pods in phase Running, by a key of the pod (its name, or the name of
-// the VMI that owns it): the kubelet's report that the pod runs, on the
+// pods in phase Running, by a key of the pod (its name, or for a launcher
+// pod its VMI's namespace/name, vmi.VMIKeyOfPod): the kubelet's report that the pod runs, on the
 // clock the other latencies are taken on.
 type podRunning struct {
 	w    watch.Interface
@@ -76,11 +76,3 @@ func (p *podRunning) stop() {
 
 // podName keys a pod by its name.
 func podName(pod *corev1.Pod) string { return pod.Name }
-
-// ownerVMI keys a launcher pod by the name of the VMI that owns it.
-func ownerVMI(pod *corev1.Pod) string {
-	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "VirtualMachineInstance" {
-		return ref.Name
-	}
-	return ""
-}

@@ -7,30 +7,29 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodevirt/nodevirt/cluster/api/v1"
+	"github.com/nodevirt/nodevirt/cluster/vmi"
 )
 
 func TestWatchPodRunning_KeysLauncherPodsByVMI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	kube := fake.NewClientset()
-	p, err := watchPodRunning(ctx, kube, v1.AppLabel+"="+v1.LauncherAppValue, ownerVMI)
+	p, err := watchPodRunning(ctx, kube, vmi.LauncherSelector, vmi.VMIKeyOfPod)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.stop()
 	pods := kube.CoreV1().Pods(benchNamespace)
-	launcher := func(name, vmi string, phase corev1.PodPhase) *corev1.Pod {
+	launcher := func(name, vmiName string, phase corev1.PodPhase) *corev1.Pod {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace, Labels: map[string]string{v1.AppLabel: v1.LauncherAppValue}},
 			Status:     corev1.PodStatus{Phase: phase},
 		}
-		if vmi != "" {
-			pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: vmi, UID: types.UID("uid-" + vmi), Controller: ptr.To(true)}}
+		if vmiName != "" {
+			pod.Annotations = map[string]string{v1.DomainAnnotation: vmiName}
 		}
 		return pod
 	}
@@ -53,14 +52,14 @@ func TestWatchPodRunning_KeysLauncherPodsByVMI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, ok := p.at("a")
+	a, ok := p.at(benchNamespace + "/a")
 	if !ok || a.Before(before) {
 		t.Errorf("VMI a's pod Running at %v (seen %v), want after its status update at %v", a, ok, before)
 	}
-	if _, ok := p.at("b"); !ok {
+	if _, ok := p.at(benchNamespace + "/b"); !ok {
 		t.Error("VMI b's pod, Running when created, not seen")
 	}
-	if _, ok := p.at("orphan"); ok {
+	if _, ok := p.at(benchNamespace + "/orphan"); ok {
 		t.Error("a pod no VMI owns was keyed")
 	}
 }
