@@ -1,6 +1,6 @@
 // Command nodevirt-launcher runs in a VM's pod (docs/launcher-pod.md):
 //
-//	nodevirt-launcher run --sockets DIR --private DIR [--qemu PATH] [--qemu-img PATH]
+//	nodevirt-launcher run --sockets DIR --private DIR [--qemu PATH]
 //	nodevirt-launcher install DEST
 //	nodevirt-launcher copy --to DIR SRC=NAME...
 //	nodevirt-launcher hold-disk --pid-file FILE

@@ -25,7 +25,6 @@ func runCmd(args []string) int {
 	fs.StringVar(&cfg.PVCDir, "pvcs", launchspec.DefaultPVCDir, "where the filesystem-mode PVCs are mounted")
 	fs.StringVar(&cfg.BlockDir, "block", launchspec.DefaultBlockDir, "where the block-mode PVC devices are")
 	fs.StringVar(&cfg.QEMU, "qemu", launcher.DefaultQEMU, "QEMU binary")
-	fs.StringVar(&cfg.QEMUImg, "qemu-img", launcher.DefaultQEMUImg, "qemu-img binary")
 	fs.DurationVar(&cfg.Linger, "linger", launcher.DefaultLinger, "how long to keep answering after QEMU exited")
 	fs.DurationVar(&cfg.KillWait, "kill-wait", launcher.DefaultKillWait, "time between QMP quit and SIGKILL")
 	if err := fs.Parse(args); err != nil {

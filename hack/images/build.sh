@@ -99,7 +99,7 @@ for f in passwd group; do
 done
 qemu_mods=/usr/lib/x86_64-linux-gnu/qemu
 flags=(-libs)
-files=("$base=/" /usr/bin/qemu-system-x86_64=/usr/bin/qemu-system-x86_64 /usr/bin/qemu-img=/usr/bin/qemu-img
+files=("$base=/" /usr/bin/qemu-system-x86_64=/usr/bin/qemu-system-x86_64
 	/usr/bin/swtpm=/usr/bin/swtpm
 	/usr/share/qemu=/usr/share/qemu /usr/share/seabios=/usr/share/seabios)
 # OVMF for firmware.bootloader.efi: only the 4 MiB builds the launch spec

@@ -1,19 +1,17 @@
 package launcher
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nodevirt/nodevirt/node/launchspec"
+	"github.com/nodevirt/nodevirt/node/qcow2"
 )
 
 // prepareDisks creates the images the spec lists, in order.
@@ -24,7 +22,7 @@ func (s *Server) prepareDisks(ctx context.Context, disks []launchspec.DiskPrep) 
 		case launchspec.ContainerDisk:
 			err = s.prepareContainerDisk(ctx, d)
 		case launchspec.EmptyDisk:
-			err = s.prepareEmptyDisk(ctx, d)
+			err = prepareEmptyDisk(d)
 		case launchspec.PVCFile:
 			err = preparePVCFile(d)
 		case launchspec.PVCBlock:
@@ -57,7 +55,7 @@ func (s *Server) prepareContainerDisk(ctx context.Context, d launchspec.DiskPrep
 	if err != nil {
 		return err
 	}
-	format, err := detectFormat(src)
+	format, size, err := qcow2.Probe(src)
 	if err != nil {
 		return err
 	}
@@ -65,23 +63,20 @@ func (s *Server) prepareContainerDisk(ctx context.Context, d launchspec.DiskPrep
 		return err
 	}
 	// An overlay left by an earlier attempt holds no guest data yet (QEMU
-	// never ran from it in this pod): start afresh.
-	if err := os.Remove(d.Target); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return s.qemuImg(ctx, "create", "-q", "-f", "qcow2", "-F", format, "-b", src, d.Target)
+	// never ran from it in this pod): Create replaces it.
+	return qcow2.Create(d.Target, size, &qcow2.Backing{Path: src, Format: format})
 }
 
 // prepareEmptyDisk creates a sparse image unless it exists.
-func (s *Server) prepareEmptyDisk(ctx context.Context, d launchspec.DiskPrep) error {
+func prepareEmptyDisk(d launchspec.DiskPrep) error {
 	if _, err := os.Stat(d.Target); err == nil {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(d.Target), 0o755); err != nil {
 		return err
 	}
-	if d.Format == "qcow2" {
-		return s.qemuImg(ctx, "create", "-q", "-f", "qcow2", d.Target, strconv.FormatInt(d.SizeBytes, 10))
+	if d.Format == qcow2.FormatQCOW2 {
+		return qcow2.Create(d.Target, d.SizeBytes, nil)
 	}
 	f, err := os.OpenFile(d.Target, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
@@ -127,14 +122,6 @@ func prepareFirmwareVars(d launchspec.DiskPrep) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), d.Target)
-}
-
-func (s *Server) qemuImg(ctx context.Context, args ...string) error {
-	out, err := exec.CommandContext(ctx, s.cfg.QEMUImg, args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("qemu-img %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
-	}
-	return nil
 }
 
 // waitHolderPID polls pidFile until it names a live process.
@@ -187,21 +174,4 @@ func holderDisk(root, path string) (string, error) {
 		return "", fmt.Errorf("disk path %q leaves the container's root", path)
 	}
 	return full, nil
-}
-
-// detectFormat tells qcow2 from raw by the qcow2 magic.
-func detectFormat(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	var magic [4]byte
-	if _, err := io.ReadFull(f, magic[:]); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	if string(magic[:]) == "QFI\xfb" {
-		return "qcow2", nil
-	}
-	return "raw", nil
 }

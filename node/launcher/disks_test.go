@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nodevirt/nodevirt/node/launchspec"
+	"github.com/nodevirt/nodevirt/node/qcow2"
 )
 
 func TestHolderDisk(t *testing.T) {
@@ -41,26 +42,6 @@ func TestHolderDisk(t *testing.T) {
 	}
 }
 
-func TestDetectFormat(t *testing.T) {
-	dir := t.TempDir()
-	for name, tt := range map[string]struct {
-		data string
-		want string
-	}{
-		"q.img":     {"QFI\xfb\x00\x00\x00\x03", "qcow2"},
-		"raw.img":   {"\xeb\x3c\x90mkfs", "raw"},
-		"short.img": {"QF", "raw"},
-	} {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(tt.data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if got, err := detectFormat(p); err != nil || got != tt.want {
-			t.Errorf("detectFormat(%s) = %q, %v; want %q", name, got, err, tt.want)
-		}
-	}
-}
-
 func TestPrepareEmptyDisk_SparseAndKept(t *testing.T) {
 	priv := t.TempDir()
 	s, err := NewServer(Config{SocketsDir: t.TempDir(), PrivateDir: priv})
@@ -83,6 +64,27 @@ func TestPrepareEmptyDisk_SparseAndKept(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(d.Target); string(b) != "guest data" {
 		t.Errorf("an existing emptyDisk image was replaced")
+	}
+}
+
+func TestPrepareEmptyDisk_QCOW2(t *testing.T) {
+	priv := t.TempDir()
+	d := launchspec.DiskPrep{Volume: "e", Kind: launchspec.EmptyDisk, Target: filepath.Join(priv, "empty", "e.qcow2"), Format: "qcow2", SizeBytes: 1 << 30}
+	if err := prepareEmptyDisk(d); err != nil {
+		t.Fatal(err)
+	}
+	if format, size, err := qcow2.Probe(d.Target); err != nil || format != qcow2.FormatQCOW2 || size != 1<<30 {
+		t.Fatalf("Probe = %s, %d, %v; want a 1 GiB qcow2 image", format, size, err)
+	}
+	fi, err := os.Stat(d.Target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prepareEmptyDisk(d); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := os.Stat(d.Target); err != nil || !os.SameFile(fi, again) {
+		t.Errorf("an existing qcow2 emptyDisk image was replaced")
 	}
 }
 

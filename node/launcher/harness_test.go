@@ -41,10 +41,8 @@ func TestMain(m *testing.M) {
 // guestDir returns the built test guest's directory, after checking QEMU.
 func guestDir(t *testing.T) string {
 	t.Helper()
-	for _, bin := range []string{launcher.DefaultQEMU, launcher.DefaultQEMUImg} {
-		_, err := os.Stat(bin)
-		testenv.Require(t, err == nil, bin, "guest-deps")
-	}
+	_, err := os.Stat(launcher.DefaultQEMU)
+	testenv.Require(t, err == nil, launcher.DefaultQEMU, "guest-deps")
 	return testenv.GuestDir(t, "vmlinux", "initrd.img", "disk.qcow2")
 }
 

@@ -21,7 +21,6 @@ import (
 // Defaults of Config.
 const (
 	DefaultQEMU       = "/usr/bin/qemu-system-x86_64"
-	DefaultQEMUImg    = "/usr/bin/qemu-img"
 	DefaultSWTPM      = "/usr/bin/swtpm"
 	DefaultLinger     = 5 * time.Second
 	DefaultHolderWait = 2 * time.Minute
@@ -40,7 +39,6 @@ type Config struct {
 	// "" = launchspec.DefaultBlockDir.
 	BlockDir string
 	QEMU     string // QEMU binary; "" = DefaultQEMU
-	QEMUImg  string // qemu-img binary; "" = DefaultQEMUImg
 	SWTPM    string // swtpm binary (devices.tpm); "" = DefaultSWTPM
 	// Linger is how long the API keeps answering after QEMU exited.
 	Linger time.Duration
@@ -66,9 +64,6 @@ func (c *Config) Validate() error {
 	}
 	if c.BlockDir == "" {
 		c.BlockDir = launchspec.DefaultBlockDir
-	}
-	if c.QEMUImg == "" {
-		c.QEMUImg = DefaultQEMUImg
 	}
 	if c.SWTPM == "" {
 		c.SWTPM = DefaultSWTPM
