@@ -28,9 +28,13 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 	if err != nil {
 		return fmt.Errorf("launcher pod shape: %w", err)
 	}
-	qemuCPU, err := qemuStartFloor(ctx, qemuFloorStarts)
+	qemuCPU, err := qemuStartFloor(ctx, qemuFloorStarts, true)
 	if err != nil {
 		return fmt.Errorf("bare QEMU starts: %w", err)
+	}
+	qemuReused, err := qemuStartFloor(ctx, qemuFloorStarts, false)
+	if err != nil {
+		return fmt.Errorf("bare QEMU starts, each quit before the next: %w", err)
 	}
 	settleBare, err := e.settleBurst(ctx, reapWait, quietWait)
 	if err != nil {
@@ -157,7 +161,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 		}
 	}
 	steps.report(r, sc, fmt.Sprintf("%d VMIs", n))
-	reportBurstUse(r, sc, n, interval, floorUse, shapedUse, vmiUse, qemuCPU)
+	reportBurstUse(r, sc, n, interval, floorUse, shapedUse, vmiUse, qemuCPU, qemuReused)
 	r.note(sc, "Agent syncs per VMI (%d VMIs): the change of the agent's nodevirt_agent_reconcile_duration_seconds count (and sum) between just before the first creation and all Running, divided by the VMIs; the agent syncs a VMI on its events (informers, the pod's sockets directory, QMP) and on its plan's safety-net polls.", n)
 	r.note(sc, "%d VMIs created %v apart on one node, all Running %v after the first creation; before them, in the same run, %d bare pods (one container of the pause image, the same node and CPU request), then %d launcher-shaped pods (the launcher pod the controller rendered for such a VMI, without the VMI), each created %v apart and deleted again. Each burst waited until containerd held none of the step before's dead sandboxes (the kubelet's garbage collection removes them once a minute, all at once), then for a quiet node, every CPU under %.0f%% busy for %v (before the bare pods: %v; before the launcher-shaped pods: %v; before the VMIs: %v; a burst's teardown goes on after its API objects are gone).", n, interval, all.Round(100*time.Millisecond), n, n, interval, quietBusy*100, quietWindow*quietSamples, settleBare, settleShaped, settleVMIs)
 	return nil
@@ -166,16 +170,19 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 // reportBurstUse reports the node's CPU time and the API requests while
 // each of a burst's three steps ran, per object and by component (by
 // resource and verb), and the VMIs' CPU per object over its floor: a
-// launcher-shaped pod's plus a bare QEMU start's (qemuCPU, this round's).
-func reportBurstUse(r *Report, sc string, n int, interval time.Duration, bare, shaped, vmis stepUse, qemuCPU []time.Duration) {
+// launcher-shaped pod's plus a bare QEMU start's (qemuCPU, this round's,
+// each QEMU kept running as a burst's are; qemuReused, each quit before
+// the next started).
+func reportBurstUse(r *Report, sc string, n int, interval time.Duration, bare, shaped, vmis stepUse, qemuCPU, qemuReused []time.Duration) {
 	perObject := func(u stepUse) float64 { return u.cpu.total().Seconds() / float64(n) }
-	qemu := summarize(sc, "bare QEMU start: CPU time until its QMP answers (the floor of a VMI's own QEMU)", "CPU-s", seconds(qemuCPU))
+	qemu := summarize(sc, "bare QEMU start: CPU time until its QMP answers, all kept running (the floor of a VMI's own QEMU)", "CPU-s", seconds(qemuCPU))
 	r.add(
 		qemu,
+		summarize(sc, "bare QEMU start: CPU time until its QMP answers, each quit before the next started (reuses the memory the one before freed)", "CPU-s", seconds(qemuReused)),
 		summarize(sc, fmt.Sprintf("%d VMIs: node CPU time per object over its floor (a launcher-shaped pod's + a bare QEMU start's)", n), "CPU-s",
 			[]float64{perObject(vmis) - perObject(shaped) - qemu.Median}),
 	)
-	r.note(sc, "Bare QEMU start: %d QEMU processes started one after another on the host by this client before each burst round, each with the burst VMI's machine and no devices (%s), asked query-status on its QMP socket and then told to quit; the CPU time is what the process (every thread, user + system, in /proc's clock ticks as for the bursts) had used when its answer arrived. A VMI's CPU per object cannot go below a launcher-shaped pod's plus this.", qemuFloorStarts, strings.Join(qemuFloorArgs, " "))
+	r.note(sc, "Bare QEMU start: %d QEMU processes started one after another on the host by this client before each burst round, each with the burst VMI's machine and no devices (%s) and asked query-status on its QMP socket; the CPU time is what the process (every thread, user + system, in /proc's clock ticks as for the bursts) had used when its answer arrived. The floor keeps every QEMU running until the last one answered, as a burst's QEMUs stay, so that each faults in memory no QEMU used just before; a second set of %d, each told to quit before the next starts, reuses the pages the one before freed: the two differ by what the kernel's first touch of fresh memory costs on this host. A VMI's CPU per object cannot go below a launcher-shaped pod's plus the floor.", qemuFloorStarts, strings.Join(qemuFloorArgs, " "), qemuFloorStarts)
 	r.note(sc, "The node's CPU per arrival: %d CPUs × %v between creations = %.2f CPU-s. A step whose node CPU time per object is above it queues (its objects arrive faster than the node can start them), one below it does not; where the bare pods are below it and the VMIs above, the VMIs' ratio over the bare pods measures that queue, not a shared bottleneck.",
 		runtime.NumCPU(), interval, float64(runtime.NumCPU())*interval.Seconds())
 	for _, s := range []struct {

@@ -41,11 +41,13 @@
 //     apirequests.go), so it says how many writes and reads each object
 //     cost the API server. Before each round, the floor of a VMI's own
 //     QEMU: bare QEMU processes of the burst VMI's machine without
-//     devices, each started on the host, asked query-status and told to
-//     quit (qemufloor.go); a VMI's CPU per object is reported over a
-//     launcher-shaped pod's plus that, next to the node's CPU per arrival
-//     (CPUs × the creation interval), above which a burst queues. Each
-//     burst waits first
+//     devices, each started on the host and asked query-status, all kept
+//     running until the last answered, as a burst's QEMUs stay (and, for
+//     comparison, a set each quit before the next starts, which reuses
+//     the memory the one before freed; qemufloor.go); a VMI's CPU per
+//     object is reported over a launcher-shaped pod's plus the floor,
+//     next to the node's CPU per arrival (CPUs × the creation interval),
+//     above which a burst queues. Each burst waits first
 //     until containerd holds none of the step before's dead sandboxes (the
 //     kubelet's garbage collection removes them once a minute, all at once,
 //     for seconds of CPU; reap.go), then for a quiet node (every CPU under
