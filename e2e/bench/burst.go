@@ -44,6 +44,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 	if err != nil {
 		return fmt.Errorf("bare pods: %w", err)
 	}
+	floorUse.before = settleBare.quiet
 	settleShaped, err := e.settleBurst(ctx, reapWait, quietWait)
 	if err != nil {
 		return fmt.Errorf("before the launcher-shaped pods: %w", err)
@@ -52,6 +53,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 	if err != nil {
 		return fmt.Errorf("launcher-shaped pods: %w", err)
 	}
+	shapedUse.before = settleShaped.quiet
 	settleVMIs, err := e.settleBurst(ctx, reapWait, quietWait)
 	if err != nil {
 		return fmt.Errorf("before the VMIs: %w", err)
@@ -84,6 +86,7 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 	if err != nil {
 		return err
 	}
+	vmiUse.before = settleVMIs.quiet
 	syncs1, took1, err := e.agentSyncs(ctx)
 	if err != nil {
 		return err
@@ -182,6 +185,13 @@ func reportBurstUse(r *Report, sc string, n int, interval time.Duration, bare, s
 		summarize(sc, fmt.Sprintf("%d VMIs: node CPU time per object over its floor (a launcher-shaped pod's + a bare QEMU start's)", n), "CPU-s",
 			[]float64{perObject(vmis) - perObject(shaped) - qemu.Median}),
 	)
+	netVMIs, ok1 := vmis.netPerObject(n)
+	netShaped, ok2 := shaped.netPerObject(n)
+	if ok1 && ok2 {
+		r.add(summarize(sc, fmt.Sprintf("%d VMIs: node CPU time per object over its floor, each step net of the node's background", n), "CPU-s",
+			[]float64{netVMIs - netShaped - qemu.Median}))
+	}
+	r.note(sc, "Net of the node's background: a step's node CPU time less the busy share of all CPUs (/proc/stat) over the quiet windows that ended the wait just before it, times the CPUs and the step's window (first creation → all Running). The VMIs' window is the longest, so without this their per-object figure carries the most of the idle cluster's own work (API server, etcd, kubelet, controllers, agent heartbeats); a step that began on a node that never got quiet has no net figure.")
 	r.note(sc, "Bare QEMU start: %d QEMU processes started one after another on the host by this client before each burst round, each with the burst VMI's machine and no devices (%s) and asked query-status on its QMP socket; the CPU time is what the process (every thread, user + system, in /proc's clock ticks as for the bursts) had used when its answer arrived. The floor keeps every QEMU running until the last one answered, as a burst's QEMUs stay, so that each faults in memory no QEMU used just before; a second set of %d, each told to quit before the next starts, reuses the pages the one before freed: the two differ by what the kernel's first touch of fresh memory costs on this host. A VMI's CPU per object cannot go below a launcher-shaped pod's plus the floor.", qemuFloorStarts, strings.Join(qemuFloorArgs, " "), qemuFloorStarts)
 	r.note(sc, "The node's CPU per arrival: %d CPUs × %v between creations = %.2f CPU-s. A step whose node CPU time per object is above it queues (its objects arrive faster than the node can start them), one below it does not; where the bare pods are below it and the VMIs above, the VMIs' ratio over the bare pods measures that queue, not a shared bottleneck.",
 		runtime.NumCPU(), interval, float64(runtime.NumCPU())*interval.Seconds())
@@ -191,6 +201,9 @@ func reportBurstUse(r *Report, sc string, n int, interval time.Duration, bare, s
 	}{{"bare pods", bare}, {"launcher-shaped pods", shaped}, {"VMIs", vmis}} {
 		cpu := s.u.cpu
 		writes, gets := s.u.requests.perObject(n)
+		if net, ok := s.u.netPerObject(n); ok {
+			r.add(summarize(sc, fmt.Sprintf("%d %s: node CPU time per object, net of the node's background", n, s.what), "CPU-s", []float64{net}))
+		}
 		r.add(
 			summarize(sc, fmt.Sprintf("%d %s: node CPU time per object, first creation → all Running", n, s.what), "CPU-s", []float64{cpu.total().Seconds() / float64(n)}),
 			summarize(sc, fmt.Sprintf("%d %s: API writes per object (VMIs, pods, events), first creation → all Running", n, s.what), "requests", []float64{writes}),
@@ -244,6 +257,19 @@ type stepMeter struct {
 type stepUse struct {
 	cpu      cpuUse
 	requests apiRequests
+	// before is how the wait for a quiet node ended just before the
+	// step: its busy share is the node's background during the step.
+	before settle
+}
+
+// netPerObject is the step's node CPU time per object less the node's
+// background over the step's window (netCPU), and whether there was one
+// to take: a wait that did not end quiet measured none.
+func (u stepUse) netPerObject(n int) (float64, bool) {
+	if !u.before.quiet || n == 0 {
+		return 0, false
+	}
+	return netCPU(u.cpu.total(), u.before.busy, runtime.NumCPU(), u.cpu.wall).Seconds() / float64(n), true
 }
 
 // startStepMeter starts a step's window; off, it measures nothing and

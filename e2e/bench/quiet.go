@@ -83,6 +83,10 @@ type settle struct {
 	quiet  bool
 	// last is the busy share of the last window.
 	last float64
+	// busy is the busy share of all CPUs over the quiet windows that
+	// ended the wait (set only when quiet): the node's background, which
+	// goes on while a step runs (netCPU).
+	busy float64
 }
 
 func (s settle) String() string {
@@ -100,15 +104,21 @@ func (s settle) String() string {
 // does not get quiet (other work on the machine, as in CI) is measured
 // anyway, and the report says so.
 func waitQuiet(ctx context.Context, max time.Duration) (settle, error) {
+	return waitQuietWith(ctx, max, readCPUTimes)
+}
+
+// waitQuietWith is waitQuiet reading the CPUs' times with read.
+func waitQuietWith(ctx context.Context, max time.Duration, read func() (cpuTimes, error)) (settle, error) {
 	if max <= 0 {
 		return settle{}, nil
 	}
 	start := time.Now()
-	prev, err := readCPUTimes()
+	prev, err := read()
 	if err != nil {
 		return settle{}, err
 	}
 	var st settle
+	runStart := prev // where the current run of quiet windows began
 	for quiet := 0; quiet < quietSamples; {
 		if time.Since(start) >= max {
 			st.waited = time.Since(start)
@@ -119,17 +129,25 @@ func waitQuiet(ctx context.Context, max time.Duration) (settle, error) {
 			return settle{}, fmt.Errorf("waiting for a quiet node: %w", ctx.Err())
 		case <-time.After(quietWindow):
 		}
-		cur, err := readCPUTimes()
+		cur, err := read()
 		if err != nil {
 			return settle{}, err
 		}
-		st.last, prev = busyShare(prev, cur), cur
+		st.last = busyShare(prev, cur)
 		if st.last < quietBusy {
 			quiet++
 		} else {
-			quiet = 0
+			quiet, runStart = 0, cur
 		}
+		prev = cur
 	}
-	st.waited, st.quiet = time.Since(start), true
+	st.waited, st.quiet, st.busy = time.Since(start), true, busyShare(runStart, prev)
 	return st, nil
+}
+
+// netCPU is a step's CPU time less the node's background over its
+// window: busy (a share of all cpus, measured on the quiet node just
+// before the step) × cpus × wall. It is pure.
+func netCPU(total time.Duration, busy float64, cpus int, wall time.Duration) time.Duration {
+	return total - time.Duration(busy*float64(cpus)*float64(wall))
 }

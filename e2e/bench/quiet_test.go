@@ -71,3 +71,49 @@ func TestWaitQuiet_Canceled(t *testing.T) {
 		t.Error("canceled context: want an error")
 	}
 }
+
+func TestWaitQuietWith_BackgroundIsTheQuietWindows(t *testing.T) {
+	// One busy window (50 %), then quiet ones at 10 %: the wait ends
+	// quiet, and its background is the quiet run's share only.
+	const total = 1000 // jiffies per window, all CPUs
+	shares := []uint64{500, 100, 100, 100, 100}
+	var now cpuTimes
+	i := -1
+	read := func() (cpuTimes, error) {
+		if i >= 0 && i < len(shares) {
+			now.busy += shares[i]
+			now.total += total
+		}
+		i++
+		return now, nil
+	}
+	st, err := waitQuietWith(context.Background(), time.Minute, read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.quiet {
+		t.Fatalf("not quiet: %+v", st)
+	}
+	if st.busy != 0.10 {
+		t.Errorf("background busy share = %v, want 0.10 (the busy window left out)", st.busy)
+	}
+}
+
+func TestWaitQuiet_NotQuietHasNoBackground(t *testing.T) {
+	read := func() (cpuTimes, error) { return cpuTimes{}, nil } // no time passes: 0 % busy
+	st, err := waitQuietWith(context.Background(), 0, read)
+	if err != nil || st.quiet || st.busy != 0 {
+		t.Errorf("not waited for: %+v, %v; want no background", st, err)
+	}
+}
+
+func TestNetCPU(t *testing.T) {
+	// 10 s of CPU over a 5 s window on 2 CPUs 10 % busy before: 1 s of it
+	// was background.
+	if got := netCPU(10*time.Second, 0.10, 2, 5*time.Second); got != 9*time.Second {
+		t.Errorf("netCPU = %v, want 9s", got)
+	}
+	if got := netCPU(10*time.Second, 0, 2, 5*time.Second); got != 10*time.Second {
+		t.Errorf("no background: netCPU = %v, want 10s", got)
+	}
+}
