@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,6 +29,11 @@ func TestComponent(t *testing.T) {
 	}
 }
 
+// spinComm is the command name of TestCPUMeter's shells: the meter
+// counts by command name across the host, and other tests running
+// beside this one start shells of their own.
+const spinComm = "nvcpumeterspin"
+
 // TestCPUMeter burns CPU in processes that start and end inside the
 // window (a shell and the two shells it runs and waits for) and checks
 // that the meter counted their CPU time once: the time the kernel gives
@@ -36,10 +42,20 @@ func TestCPUMeter(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc")
 	}
+	shell, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The kernel names a process after the path it was started by, so
+	// the shells run through a link of their own name.
+	spinner := filepath.Join(t.TempDir(), spinComm)
+	if err := os.Symlink(shell, spinner); err != nil {
+		t.Fatal(err)
+	}
 	before := selfCPU(t)
 	m := startCPUMeter(true)
 	const spin = `i=0; while [ $i -lt 150000 ]; do i=$((i+1)); done`
-	cmd := exec.Command("sh", "-c", spin+"; sh -c '"+spin+"'; sh -c '"+spin+"'")
+	cmd := exec.Command(spinner, "-c", spin+`; "$0" -c '`+spin+`'; "$0" -c '`+spin+`'`, spinner)
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +64,7 @@ func TestCPUMeter(t *testing.T) {
 	// window holds at least four readings of /proc.
 	time.Sleep(2*cpuSampleEvery + cpuSampleEvery/2)
 	u := m.Stop()
-	// The shells' time lands on "sh" while they run and on this test
+	// The shells' time lands on spinComm while they run and on this test
 	// (which reaped the outer one) for the share no sample saw. The
 	// test's own threads, the meter's reading of /proc among them, are
 	// counted as well: the kernel's figure for them over a span that
@@ -58,7 +74,7 @@ func TestCPUMeter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours := u.byComm["sh"] + u.byComm[strings.TrimSpace(string(self))] - own
+	ours := u.byComm[spinComm] + u.byComm[strings.TrimSpace(string(self))] - own
 	t.Logf("counted %v for the shells and this test, less the test's own %v; the kernel gives %v for the shells", ours+own, own, spun)
 	// /proc counts in 10 ms ticks, and each of the four processes' times
 	// is cut to a tick at each of its samples. The meter's first and last
