@@ -177,13 +177,12 @@ func runBurst(ctx context.Context, e *env, r *Report, n int, interval, quietWait
 // each QEMU kept running as a burst's are; qemuReused, each quit before
 // the next started).
 func reportBurstUse(r *Report, sc string, n int, interval time.Duration, bare, shaped, vmis stepUse, qemuCPU, qemuReused []time.Duration) {
-	perObject := func(u stepUse) float64 { return u.cpu.total().Seconds() / float64(n) }
 	qemu := summarize(sc, "bare QEMU start: CPU time until its QMP answers, all kept running (the floor of a VMI's own QEMU)", "CPU-s", seconds(qemuCPU))
 	r.add(
 		qemu,
 		summarize(sc, "bare QEMU start: CPU time until its QMP answers, each quit before the next started (reuses the memory the one before freed)", "CPU-s", seconds(qemuReused)),
 		summarize(sc, fmt.Sprintf("%d VMIs: node CPU time per object over its floor (a launcher-shaped pod's + a bare QEMU start's)", n), "CPU-s",
-			[]float64{perObject(vmis) - perObject(shaped) - qemu.Median}),
+			[]float64{vmis.perObject(n) - shaped.perObject(n) - qemu.Median}),
 	)
 	netVMIs, ok1 := vmis.netPerObject(n)
 	netShaped, ok2 := shaped.netPerObject(n)
@@ -205,7 +204,7 @@ func reportBurstUse(r *Report, sc string, n int, interval time.Duration, bare, s
 			r.add(summarize(sc, fmt.Sprintf("%d %s: node CPU time per object, net of the node's background", n, s.what), "CPU-s", []float64{net}))
 		}
 		r.add(
-			summarize(sc, fmt.Sprintf("%d %s: node CPU time per object, first creation → all Running", n, s.what), "CPU-s", []float64{cpu.total().Seconds() / float64(n)}),
+			summarize(sc, fmt.Sprintf("%d %s: node CPU time per object, first creation → all Running", n, s.what), "CPU-s", []float64{s.u.perObject(n)}),
 			summarize(sc, fmt.Sprintf("%d %s: API writes per object (VMIs, pods, events), first creation → all Running", n, s.what), "requests", []float64{writes}),
 			summarize(sc, fmt.Sprintf("%d %s: API GETs per object (VMIs, pods, events), first creation → all Running", n, s.what), "requests", []float64{gets}),
 		)
@@ -260,6 +259,14 @@ type stepUse struct {
 	// before is how the wait for a quiet node ended just before the
 	// step: its busy share is the node's background during the step.
 	before settle
+}
+
+// perObject is the step's node CPU time per object.
+func (u stepUse) perObject(n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return u.cpu.total().Seconds() / float64(n)
 }
 
 // netPerObject is the step's node CPU time per object less the node's

@@ -57,8 +57,9 @@
 //     background (the idle cluster's own work), which goes on during the
 //     step: each step's CPU per object is also reported net of it (the
 //     share × the CPUs × the step's window), since the VMIs' window is the
-//     longest and carries the most of it. The 100 VMIs are the overhead scenario's 100 and the restart
-//     scenario's (those of the last round). Each burst runs -burst-rounds
+//     longest and carries the most of it. The 100 VMIs are the overhead
+//     scenario's 100 and the restart scenario's (those of the last
+//     round). Each burst runs -burst-rounds
 //     times (default 3), bare pods, launcher-shaped pods and VMIs in each
 //     round: the floor moves from round to round as much as the VMIs do,
 //     so a figure pools the rounds' samples and lists each round's median,
