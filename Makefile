@@ -63,7 +63,7 @@ test-unit: ## The inner loop: go test -short ./... (no root, QEMU, API server or
 
 .PHONY: test
 test: testenv $(TEST_PREREQS) verify-generated lint ## The full test suite, as CI runs it (installs what it needs; root for network/VM tests).
-	$(GO) test $(GOTEST_FLAGS) ./...
+	GO="$(GO)" GOTEST_FLAGS="$(GOTEST_FLAGS)" hack/test.sh
 
 .PHONY: clean
 clean: ## Remove build output (_output/). The local cluster has its own teardown.

@@ -59,11 +59,11 @@
 //     share × the CPUs × the step's window), since the VMIs' window is the
 //     longest and carries the most of it. The 100 VMIs are the overhead
 //     scenario's 100 and the restart scenario's (those of the last
-//     round). Each burst runs -burst-rounds
-//     times (default 3), bare pods, launcher-shaped pods and VMIs in each
-//     round: the floor moves from round to round as much as the VMIs do,
-//     so a figure pools the rounds' samples and lists each round's median,
-//     and a ratio is one value per round (the report's median is theirs).
+//     round). Each burst runs -burst-rounds times (default 3), bare pods,
+//     launcher-shaped pods and VMIs in each round: the floor moves from
+//     round to round as much as the VMIs do, so a figure pools the rounds'
+//     samples and lists each round's median, and a ratio is one value per
+//     round (the report's median is theirs).
 //     The agent's syncs per VMI over the VMIs' window are read from its
 //     nodevirt_agent_reconcile_duration_seconds.
 //   - restart:    with those VMs running, once the node is quiet (as for a

@@ -12,10 +12,11 @@ import (
 // LockFile serialises users of the host's one local cluster.
 const LockFile = "/run/lock/nodevirt-cluster.lock"
 
-// LockWait is how long a test should wait for the lock. `go test ./...` runs
-// packages in parallel and the cluster suites queue behind each other (the
+// LockWait is how long a test should wait for the lock. `make test` runs
+// the cluster suites one after another (hack/test.sh), but `go test ./...`
+// runs packages in parallel and the suites queue behind each other (the
 // acceptance suite alone holds the cluster for about 25 minutes), so the
-// wait is long; `make test` gives each package 85 minutes to match.
+// wait is long; the go test -timeout of make test is 85 minutes to match.
 const LockWait = 75 * time.Minute
 
 // Lock waits until this process holds the host-wide cluster lock (or ctx

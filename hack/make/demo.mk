@@ -11,8 +11,8 @@ demo-down: cluster-down ## Stop the demo (the local cluster).
 test-e2e: cluster-packages cluster-binaries images ## Run the acceptance scenarios on the local cluster (reuses a running one).
 	$(GO) test $(GOTEST_FLAGS) -v -timeout 30m ./e2e/acceptance/
 
-# The acceptance suite (part of go test ./...) runs longer than go test's
-# default 10 minute limit per package, and the cluster suites (acceptance,
-# migration, consoleui, devices, localcluster) wait for each other on the
-# cluster lock inside their own time limit: together about 45 minutes.
+# The acceptance suite (part of make test) runs longer than go test's
+# default 10 minute limit per package (about 25 minutes), and a cluster suite
+# run beside another one by hand (go test ./...) waits for the cluster lock
+# inside its own time limit.
 GOTEST_FLAGS += -timeout 85m
