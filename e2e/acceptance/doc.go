@@ -7,10 +7,13 @@
 // One cluster and one nodevirt deployment are shared by all scenarios, which
 // run in a fixed priority order as subtests of TestAcceptance, each in its
 // own namespace-scoped set of objects that it deletes when done, so at most
-// one or two guests compete for the CPU at a time. A scenario whose feature
+// a few guests compete for the CPU at a time. A scenario whose feature
 // does not exist yet is listed in Pending with the missing piece and its
 // issue and is skipped with that reason; the suite prints the list at the
-// end.
+// end. The extra checks of later issues run after the scenarios, except
+// that those which restart the agent come before scenario 16: its virtctl
+// console idles ten minutes on its own VM while the others run, and is
+// checked after them (the fallback pod shape's redeploy comes last).
 //
 // Prerequisites: root, the local cluster's binaries and the images (make
 // cluster-binaries images, both part of make test). With CI=true a missing

@@ -25,6 +25,11 @@ type scenario struct {
 	run  func(t *testing.T, s *suite)
 }
 
+// scenario16 is scenario 16, Virtctl. Its idle console stays open ten
+// minutes: the extras that restart the agent run before the scenario, the
+// others while the console idles, and the console is checked after them.
+const scenario16 = 16
+
 // scenarios in the order they run (the project's priority order).
 var scenarios = []scenario{
 	{1, "ExampleVMRuns", testExampleVMRuns},
@@ -42,39 +47,52 @@ var scenarios = []scenario{
 	{14, "Nodectl", testNodectl},
 	{13, "Heartbeat", testHeartbeat},
 	{4, "Masquerade", testMasquerade},
-	// After every scenario that restarts the agent: its idle console must
-	// stay open for ten minutes.
-	{16, "Virtctl", testVirtctl},
+	// After every scenario and extra that restarts the agent: its idle
+	// console must stay open for ten minutes.
+	{scenario16, "Virtctl", testVirtctl},
 }
 
 // extra is a cluster check outside the numbered acceptance list (an issue's
-// own end-to-end acceptance item). Extras run after the scenarios, sharing
-// the suite's cluster and deployment, as subtests named issue<N>_<name>.
+// own end-to-end acceptance item). Extras share the suite's cluster and
+// deployment and run as subtests named issue<N>_<name>.
 type extra struct {
 	issue int
 	name  string
 	run   func(t *testing.T, s *suite)
+	agent agentUse
 }
 
-// extras in the order they run.
+// agentUse says what an extra does to the node agent, which decides when it
+// runs: scenario 16's idle console must not see the agent go.
+type agentUse int
+
+const (
+	// keepsAgent: runs after scenario 16, while its console idles.
+	keepsAgent agentUse = iota
+	// restartsAgent: runs before scenario 16 (after the other scenarios).
+	restartsAgent
+	// redeploys nodevirt: runs last, after the idle console's check.
+	redeploys
+)
+
+// extras in the order they run (each agentUse in its turn).
 var extras = []extra{
-	{10, "PrometheusScrape", testPrometheusScrape},
-	{19, "PVCs", testPVCs},
-	{19, "CSIStorage", testCSIStorage},
-	{19, "Instancetype", testInstancetypeVM},
-	{19, "EFI", testEFIVM},
-	{19, "SecureBoot", testSecureBootVM},
-	{19, "TPMKernelRefused", testTPMKernelRefused},
-	{19, "ReplicaSetScale", testReplicaSetScale},
-	{19, "Pool", testPool},
-	{21, "VMSnapshot", testVMSnapshot},
-	{21, "SnapshotFailures", testSnapshotFailures},
-	{18, "DevicesOutliveAgent", testDevicesOutliveAgent},
-	{20, "Accelerator", testAccelerator},
-	{20, "LiveConfiguration", testLiveConfiguration},
-	{23, "PodShape", testPodShape},
-	// Last: it redeploys nodevirt on the fallback shape and back.
-	{23, "PodShapeFallback", testPodShapeFallback},
+	{21, "VMSnapshot", testVMSnapshot, restartsAgent},
+	{18, "DevicesOutliveAgent", testDevicesOutliveAgent, restartsAgent},
+	{10, "PrometheusScrape", testPrometheusScrape, keepsAgent},
+	{19, "PVCs", testPVCs, keepsAgent},
+	{19, "CSIStorage", testCSIStorage, keepsAgent},
+	{19, "Instancetype", testInstancetypeVM, keepsAgent},
+	{19, "EFI", testEFIVM, keepsAgent},
+	{19, "SecureBoot", testSecureBootVM, keepsAgent},
+	{19, "TPMKernelRefused", testTPMKernelRefused, keepsAgent},
+	{19, "ReplicaSetScale", testReplicaSetScale, keepsAgent},
+	{19, "Pool", testPool, keepsAgent},
+	{21, "SnapshotFailures", testSnapshotFailures, keepsAgent},
+	{20, "Accelerator", testAccelerator, keepsAgent},
+	{20, "LiveConfiguration", testLiveConfiguration, keepsAgent},
+	{23, "PodShape", testPodShape, keepsAgent},
+	{23, "PodShapeFallback", testPodShapeFallback, redeploys},
 }
 
 // suite is what every scenario shares: the cluster, its clients and the
@@ -89,6 +107,12 @@ type suite struct {
 	demo string
 	// nodectlBin is cmd/nodectl, built on first use.
 	nodectlBin string
+	// top is TestAcceptance's own t, for what outlives one subtest: the
+	// idle console of scenario 16, opened there and checked after the
+	// extras that keep the agent.
+	top *testing.T
+	// idle is that console, nil until scenario 16 opens it.
+	idle *idleConsole
 }
 
 func TestAcceptance(t *testing.T) {
@@ -99,7 +123,25 @@ func TestAcceptance(t *testing.T) {
 
 	times := map[int]time.Duration{}
 	results := map[int]string{}
+	var extraLines []string
+	runExtras := func(use agentUse) {
+		for _, x := range extras {
+			if x.agent != use {
+				continue
+			}
+			began := time.Now()
+			result := runSub(t, fmt.Sprintf("issue%d_%s", x.issue, x.name), func(t *testing.T) {
+				s.dumpOnFailure(t)
+				x.run(t, s)
+			})
+			extraLines = append(extraLines, fmt.Sprintf("  issue %d %-20s %-8s %v", x.issue, x.name, result,
+				time.Since(began).Round(100*time.Millisecond)))
+		}
+	}
 	for _, sc := range scenarios {
+		if sc.n == scenario16 {
+			runExtras(restartsAgent)
+		}
 		began := time.Now()
 		results[sc.n] = runSub(t, fmt.Sprintf("%02d_%s", sc.n, sc.name), func(t *testing.T) {
 			if m, pending := Pending[sc.n]; pending || sc.run == nil {
@@ -113,16 +155,17 @@ func TestAcceptance(t *testing.T) {
 			results[sc.n] = "pending"
 		}
 	}
-	var extraLines []string
-	for _, x := range extras {
-		began := time.Now()
-		result := runSub(t, fmt.Sprintf("issue%d_%s", x.issue, x.name), func(t *testing.T) {
-			s.dumpOnFailure(t)
-			x.run(t, s)
-		})
-		extraLines = append(extraLines, fmt.Sprintf("  issue %d %-20s %-8s %v", x.issue, x.name, result,
-			time.Since(began).Round(100*time.Millisecond)))
+	runExtras(keepsAgent)
+	began := time.Now()
+	idle := runSub(t, fmt.Sprintf("%02d_VirtctlIdleConsole", scenario16), func(t *testing.T) {
+		s.dumpOnFailure(t)
+		testVirtctlIdle(t, s)
+	})
+	times[scenario16] += time.Since(began)
+	if idle == "FAIL" {
+		results[scenario16] = idle
 	}
+	runExtras(redeploys)
 	report(t, times, results, extraLines, time.Since(start))
 }
 
@@ -201,7 +244,7 @@ func setUp(t *testing.T) *suite {
 		t.Fatal(err)
 	}
 	rc.QPS, rc.Burst = 50, 100
-	s := &suite{root: root, cluster: c, kube: kubernetes.NewForConfigOrDie(rc), virt: versioned.NewForConfigOrDie(rc)}
+	s := &suite{top: t, root: root, cluster: c, kube: kubernetes.NewForConfigOrDie(rc), virt: versioned.NewForConfigOrDie(rc)}
 	s.kubectl(t, nil, "create", "namespace", namespace)
 	t.Cleanup(func() { s.deleteNamespace(t) })
 	return s

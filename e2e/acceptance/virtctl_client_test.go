@@ -61,6 +61,7 @@ type session struct {
 	in   io.WriteCloser
 	out  *testenv.LockedBuffer
 	done chan struct{} // closed when the process has exited
+	stop func()        // kills the process if it runs and waits for it
 }
 
 // ended reports whether the process has exited.
@@ -73,9 +74,9 @@ func (p *session) ended() bool {
 	}
 }
 
-// start starts a long-running virtctl with its stdin a pipe; the cleanup
-// stops it by its pid.
-func (v virtctl) start(t *testing.T, args ...string) *session {
+// start starts a long-running virtctl with its stdin a pipe; owner's
+// cleanup (t's or an enclosing test's) stops it by its pid.
+func (v virtctl) start(t, owner *testing.T, args ...string) *session {
 	t.Helper()
 	cmd := exec.Command(v.bin, append([]string{"--kubeconfig", v.kubeconfig, "-n", namespace}, args...)...)
 	p := &session{out: &testenv.LockedBuffer{}, done: make(chan struct{})}
@@ -91,18 +92,20 @@ func (v virtctl) start(t *testing.T, args ...string) *session {
 		_ = cmd.Wait()
 		close(p.done)
 	}()
-	t.Cleanup(func() {
+	p.stop = func() {
 		if !p.ended() {
 			_ = cmd.Process.Kill()
 		}
 		<-p.done
-	})
+	}
+	owner.Cleanup(p.stop)
 	return p
 }
 
 // editUser creates the ServiceAccount virtctlUser bound to kubevirt.io:edit
-// in the suite's namespace and returns a token for it.
-func (s *suite) editUser(t *testing.T) string {
+// in the suite's namespace and returns a token for it; owner's cleanup (t's
+// or an enclosing test's) deletes them.
+func (s *suite) editUser(t, owner *testing.T) string {
 	t.Helper()
 	s.apply(t, []byte(fmt.Sprintf(`apiVersion: v1
 kind: ServiceAccount
@@ -125,7 +128,7 @@ subjects:
 	if _, err := s.kubectlErr(nil, "get", "namespace", otherNamespace); err != nil {
 		s.kubectl(t, nil, "create", "namespace", otherNamespace)
 	}
-	t.Cleanup(func() {
+	owner.Cleanup(func() {
 		_, _ = s.kubectlErr(nil, "delete", "namespace", otherNamespace, "--wait=false")
 		_, _ = s.kubectlErr(nil, "delete", "-n", namespace, "rolebinding", virtctlUser+"-edit", "--ignore-not-found")
 		_, _ = s.kubectlErr(nil, "delete", "-n", namespace, "serviceaccount", virtctlUser, "--ignore-not-found")
