@@ -188,6 +188,8 @@ type KernelBootContainer struct {
 }
 
 // Devices are the VM's devices.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.disks) || self.disks.all(d, !has(d.bootOrder) || self.disks.exists_one(e, has(e.bootOrder) && e.bootOrder == d.bootOrder))",fieldPath=".disks",message="bootOrder must be unique: two disks have the same bootOrder",reason=FieldValueInvalid
 type Devices struct {
 	// +optional
 	// +listType=map

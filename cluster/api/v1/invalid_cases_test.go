@@ -112,6 +112,20 @@ func invalidCases() []invalidCase {
 			field: "spec.domain.devices.disks[5]", detail: "Duplicate value",
 		},
 		{
+			name: "duplicate-boot-order", file: vmiFile,
+			mutate: func(o map[string]any) { set(o, 1, "spec", "domain", "devices", "disks", 2, "bootOrder") },
+			field:  "spec.domain.devices.disks", detail: "bootOrder must be unique",
+		},
+		{
+			name: "vm-duplicate-boot-order", file: vmFile,
+			mutate: func(o map[string]any) {
+				set(o, 2, append(tmpl, "domain", "devices", "disks", 0, "bootOrder")...)
+				appendTo(o, map[string]any{"name": "second", "bootOrder": 2, "disk": map[string]any{}}, append(tmpl, "domain", "devices", "disks")...)
+				appendTo(o, map[string]any{"name": "second", "emptyDisk": map[string]any{"capacity": "1Gi"}}, append(tmpl, "volumes")...)
+			},
+			field: "spec.template.spec.domain.devices.disks", detail: "bootOrder must be unique",
+		},
+		{
 			name: "duplicate-volume", file: vmFile,
 			mutate: func(o map[string]any) {
 				appendTo(o, map[string]any{"name": "containerdisk", "emptyDisk": map[string]any{"capacity": "1Gi"}}, append(tmpl, "volumes")...)
