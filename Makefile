@@ -62,8 +62,8 @@ test-unit: ## The inner loop: go test -short ./... (no root, QEMU, API server or
 	$(GO) test -short $(GOTEST_FLAGS) ./...
 
 .PHONY: test
-test: testenv $(TEST_PREREQS) ## The full test suite, as CI runs it: verify-generated, lint and every package's tests (installs what it needs; root for network/VM tests).
-	GO="$(GO)" MAKE="$(MAKE)" GOTEST_FLAGS="$(GOTEST_FLAGS)" hack/test.sh
+test: testenv $(TEST_PREREQS) verify-generated lint ## The full test suite, as CI runs it (installs what it needs; root for network/VM tests).
+	GO="$(GO)" GOTEST_FLAGS="$(GOTEST_FLAGS)" hack/test.sh
 
 .PHONY: clean
 clean: ## Remove build output (_output/). The local cluster has its own teardown.
